@@ -1,0 +1,7 @@
+"""``python -m gpudefrag`` = the ``gpudefrag`` command."""
+
+import sys
+
+from gpudefrag.cli import main
+
+sys.exit(main())

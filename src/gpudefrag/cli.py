@@ -1,0 +1,182 @@
+"""The ``gpudefrag`` command line.  Each command parses its options and calls one function.
+
+Exit codes: 0 success; 1 a gate or check failed; 2 bad input or usage (one clear line on
+stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from gpudefrag import __version__
+from gpudefrag.errors import ConfigError, GpudefragError
+
+DEFAULT_OUT = Path("runs")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``42-51`` or ``42,43,50`` (or a mix) -> a list of ints."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else (part, "")
+                seeds.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                seeds.append(int(part))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seeds {text!r} (use e.g. 42-51 or 42,43)") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("no seeds given")
+    return seeds
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_calib(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.calib import format_table, run_calibration, summarise, write_results
+    from gpudefrag.policies.registry import POLICY_NAMES
+    from gpudefrag.workloads.openb import PUBLISHED_WORKLOADS
+
+    workloads = list(PUBLISHED_WORKLOADS) if args.all else (args.workload or ["openb_pod_list_default"])
+    policies = args.policy or list(POLICY_NAMES)
+    for p in policies:
+        if p not in POLICY_NAMES:
+            raise ConfigError(f"unknown policy {p!r}; known: {', '.join(POLICY_NAMES)}")
+    started = time.perf_counter()
+    checks = run_calibration(workloads, policies, args.seeds, args.jobs, progress=not args.no_progress)
+    wall = time.perf_counter() - started
+    summaries = summarise(checks)
+    paths = write_results(checks, summaries, args.out / "calib")
+    print(format_table(summaries))
+    passed = all(s.passed for s in summaries)
+    exact = sum(c.exact for c in checks)
+    print(f"\n{len(checks)} runs in {wall:.1f} s; {exact}/{len(checks)} runs exact; "
+          f"gate {'PASSED' if passed else 'FAILED'}")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0 if passed else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from gpudefrag.experiments.run import run_experiment, write_run
+
+    bar = tqdm(desc=f"{args.policy} seed {args.seed}", unit="pod", disable=None if not args.no_progress else True)
+    started = time.perf_counter()
+    out = run_experiment(args.workload, args.policy, args.seed, args.tune_ratio, with_frag=True,
+                         on_progress=bar.update)
+    bar.close()
+    wall = time.perf_counter() - started
+    folder = args.out / f"{out.workload}-{args.policy}-seed{args.seed}"
+    paths = write_run(out, folder)
+    n = len(out.prepared.arrivals)
+    print(f"{out.workload} / {args.policy} / seed {args.seed}: {n} pods arrived, "
+          f"{out.result.failed} dropped, {out.prepared.clones} tuned clones")
+    for x in (50, 80, 100, 110, 120, 130):
+        print(f"  allocation at {x:3d}% arrived: {out.curve[x]:6.2f}%   fragmentation: {out.frag_curve[x]:6.2f}%")
+    print(f"wall {wall:.2f} s (placement loop {out.result.wall_s:.2f} s)")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.bench import bench_policy
+    from gpudefrag.policies.registry import POLICY_NAMES
+
+    policies = args.policy or list(POLICY_NAMES)
+    print(f"workload {args.workload}, seed {args.seed}: one decision = filter + score all nodes + pick")
+    print(f"{'policy':<14} {'pods':>6} {'nodes':>6} {'p50 µs':>8} {'p99 µs':>8} {'max µs':>9} {'pods/s':>9} {'run s':>6}")
+    for name in policies:
+        r = bench_policy(name, args.workload, args.seed)
+        print(f"{name:<14} {r.pods:>6} {r.nodes:>6} {r.p50_us:>8.1f} {r.p99_us:>8.1f} "
+              f"{r.decision_us.max():>9.1f} {r.pods_per_s:>9.0f} {r.run_wall_s:>6.2f}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    from gpudefrag.cli_data import add_data_commands
+
+    parser = argparse.ArgumentParser(
+        prog="gpudefrag",
+        description="GPU-cluster placement and defragmentation: exact FGD reproduction and beyond.")
+    parser.add_argument("--version", action="version", version=f"gpudefrag {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    calib = sub.add_parser("calib", help="reproduce FGD's published runs and check the calibration gate",
+                           description="Run policies x seeds x workloads in parallel and compare every run "
+                                       "with FGD's published curve.  Exit 1 if the gate fails.")
+    calib.add_argument("--workload", action="append", metavar="NAME",
+                       help="openb pod list (repeatable; default openb_pod_list_default)")
+    calib.add_argument("--all", action="store_true", help="all 17 published workloads (1,020 runs)")
+    calib.add_argument("--policy", action="append", metavar="NAME", help="policy (repeatable; default all six)")
+    calib.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)), help="seeds (default 42-51)")
+    calib.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: all cores)")
+    calib.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
+    calib.add_argument("--no-progress", action="store_true", help="no progress bar")
+    calib.set_defaults(func=cmd_calib)
+
+    run = sub.add_parser("run", help="one experiment of FGD's arrival-only protocol",
+                         description="Replay one seeded workload with one policy; write the curve and the "
+                                     "per-pod decisions as CSV.")
+    run.add_argument("--workload", default="openb_pod_list_default", help="openb pod list")
+    run.add_argument("--policy", default="fgd", help="fgd, bestfit, gpupacking, gpuclustering, dotprod, random")
+    run.add_argument("--seed", type=int, default=42)
+    run.add_argument("--tune-ratio", type=positive_float, default=1.3,
+                     help="inflate (or trim) the workload to this multiple of GPU capacity (default 1.3)")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser("bench", help="placement-decision latency (p50/p99 µs) and pods per second")
+    bench.add_argument("--policy", action="append", metavar="NAME", help="policy (repeatable; default all six)")
+    bench.add_argument("--workload", default="openb_pod_list_default")
+    bench.add_argument("--seed", type=int, default=42)
+    bench.set_defaults(func=cmd_bench)
+
+    add_data_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except GpudefragError as exc:
+        print(f"gpudefrag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gpudefrag: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

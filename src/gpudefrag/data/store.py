@@ -1,0 +1,351 @@
+"""Find, download and verify the registered dataset files.
+
+Lookup order for :func:`resolve`:
+
+1. the mirror folder named by the ``GPUDEFRAG_MIRROR`` environment variable (laid out as
+   ``openb/``, ``fgd-published/``, ``go-math-rand/``, e.g. a copy of ``shared/data``);
+2. the user cache, ``GPUDEFRAG_CACHE`` or ``~/.cache/gpudefrag`` (same layout);
+3. a download from the entry's pinned upstream URL into the cache. The bytes go to a temporary file
+   next to the target and are renamed into place only after the size and SHA-256 match, so an
+   interrupted or bad download leaves nothing behind.
+
+Every file handed out is checked against the registry's SHA-256. The result is remembered per
+process by ``(path, size, mtime)``, so repeated resolves of an unchanged file do not re-hash it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from gpudefrag.data import registry
+from gpudefrag.data.registry import DatasetEntry
+from gpudefrag.errors import DataError
+
+__all__ = [
+    "CACHE_ENV",
+    "DOWNLOAD_TIMEOUT_S",
+    "MIRROR_ENV",
+    "DatasetStatus",
+    "FetchResult",
+    "VerifyResult",
+    "cache_dir",
+    "clear_verify_cache",
+    "fetch",
+    "list_datasets",
+    "mirror_dir",
+    "resolve",
+    "verify",
+]
+
+MIRROR_ENV = "GPUDEFRAG_MIRROR"
+CACHE_ENV = "GPUDEFRAG_CACHE"
+DEFAULT_CACHE = Path("~/.cache/gpudefrag")
+DOWNLOAD_TIMEOUT_S = 60.0
+_CHUNK = 1 << 16
+
+STATUS_MIRROR = "in mirror"
+STATUS_CACHED = "cached"
+STATUS_MISSING = "missing"
+
+_HOWTO = (f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+          "(for example a copy of shared/data) or run `gpudefrag data fetch`.")
+
+# (absolute path, size, mtime_ns) -> sha256 hex digest computed in this process.
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+# Indirection so tests can replace the network without touching urllib.
+_urlopen = urllib.request.urlopen
+
+
+def clear_verify_cache() -> None:
+    """Forget the per-process checksum results (the next resolve re-hashes)."""
+    _VERIFIED.clear()
+
+
+def mirror_dir() -> Path | None:
+    """The mirror folder from ``GPUDEFRAG_MIRROR``, or ``None`` if unset/empty."""
+    value = os.environ.get(MIRROR_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def cache_dir() -> Path:
+    """The user cache folder: ``GPUDEFRAG_CACHE`` or ``~/.cache/gpudefrag`` (not created here)."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return (Path(value) if value else DEFAULT_CACHE).expanduser()
+
+
+def _mirror_path(entry: DatasetEntry) -> Path | None:
+    root = mirror_dir()
+    return None if root is None else root / entry.relpath
+
+
+def _cache_path(entry: DatasetEntry) -> Path:
+    return cache_dir() / entry.relpath
+
+
+def _locate(entry: DatasetEntry) -> tuple[Path | None, str]:
+    """Where the file is now (mirror first, then cache) and its status; no hashing."""
+    mpath = _mirror_path(entry)
+    if mpath is not None and mpath.is_file():
+        return mpath, STATUS_MIRROR
+    cpath = _cache_path(entry)
+    if cpath.is_file():
+        return cpath, STATUS_CACHED
+    return None, STATUS_MISSING
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _digest(path: Path, *, use_cache: bool = True) -> tuple[str, int]:
+    """(sha256, size) of a file, remembered per process by (path, size, mtime)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if use_cache and key in _VERIFIED:
+        return _VERIFIED[key], st.st_size
+    digest = _sha256_file(path)
+    _VERIFIED[key] = digest
+    return digest, st.st_size
+
+
+def _mismatch_error(entry: DatasetEntry, path: Path, actual: str, size: int) -> DataError:
+    hint = ("delete it and run `gpudefrag data fetch " + entry.name + "`"
+            if path == _cache_path(entry) else "replace it with the registered file")
+    return DataError(
+        f"checksum mismatch for {entry.relpath} ({path}): expected sha256 {entry.sha256}, "
+        f"got sha256 {actual} (expected {entry.size} bytes, found {size}); {hint}."
+    )
+
+
+def _check(entry: DatasetEntry, path: Path) -> Path:
+    actual, size = _digest(path)
+    if actual != entry.sha256:
+        raise _mismatch_error(entry, path, actual, size)
+    return path
+
+
+def _missing_error(entry: DatasetEntry, reason: str) -> DataError:
+    mpath = _mirror_path(entry)
+    where = f"not in the mirror ({mpath})" if mpath is not None else f"{MIRROR_ENV} is not set"
+    howto = _HOWTO if entry.url is not None else (
+        f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+        f"(for example a copy of shared/data) that contains {entry.relpath}.")
+    return DataError(
+        f"dataset {entry.relpath} is unavailable: {where}, not in the cache "
+        f"({_cache_path(entry)}), and {reason}. {howto}"
+    )
+
+
+def _progress_bar(entry: DatasetEntry, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # progress bars are optional
+        return None
+    return tqdm(total=entry.size, unit="B", unit_scale=True, unit_divisor=1024,
+                desc=entry.relpath, file=sys.stderr, leave=False)
+
+
+def _download_howto(entry: DatasetEntry) -> str:
+    return (f"Check the network and retry `gpudefrag data fetch {entry.name}`, or set "
+            f"{MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+            "(for example a copy of shared/data).")
+
+
+def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
+    """Download ``entry.url`` to ``dest`` atomically; DataError on any failure.
+
+    The bytes go to ``.<name>.<random>.part`` next to ``dest``; it is renamed onto ``dest`` only
+    after the size and SHA-256 match, and removed on any error (including KeyboardInterrupt).
+    """
+    assert entry.url is not None
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    except OSError as exc:
+        raise DataError(f"cannot write to the cache folder {dest.parent}: {exc}. "
+                        f"Set {CACHE_ENV} to a writable folder or {MIRROR_ENV} to a mirror.") from exc
+    tmp = Path(tmp_name)
+    bar = None
+    try:
+        hasher = hashlib.sha256()
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out, _urlopen(entry.url, timeout=DOWNLOAD_TIMEOUT_S) as resp:
+                bar = _progress_bar(entry, progress)
+                while True:
+                    chunk = resp.read(_CHUNK)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > entry.size:
+                        raise DataError(
+                            f"download of {entry.relpath} from {entry.url} is larger than the "
+                            f"registered {entry.size} bytes; aborted, nothing was saved. "
+                            + _download_howto(entry))
+                    hasher.update(chunk)
+                    out.write(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+            raise DataError(f"cannot download {entry.relpath} from {entry.url}: {exc}. "
+                            + _download_howto(entry)) from exc
+        actual = hasher.hexdigest()
+        if actual != entry.sha256:
+            raise DataError(
+                f"checksum mismatch for {entry.relpath} downloaded from {entry.url}: expected "
+                f"sha256 {entry.sha256}, got sha256 {actual} (expected {entry.size} bytes, "
+                f"got {size}); nothing was saved. " + _download_howto(entry))
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    st = dest.stat()
+    _VERIFIED[(str(dest.resolve()), st.st_size, st.st_mtime_ns)] = entry.sha256
+    return dest
+
+
+def _resolve_entry(entry: DatasetEntry, progress: bool) -> tuple[Path, str]:
+    path, status = _locate(entry)
+    if path is not None:
+        return _check(entry, path), status
+    if entry.url is None:
+        raise _missing_error(entry, f"it has no download URL ({entry.note or 'mirror only'})")
+    return _download(entry, _cache_path(entry), progress), "downloaded"
+
+
+def resolve(relpath: str, *, progress: bool = False) -> Path:
+    """Absolute path of a verified registered file (a name or a mirror-relative path).
+
+    Looks in ``GPUDEFRAG_MIRROR``, then the cache, then downloads into the cache.
+    Raises :class:`ConfigError` for an unknown name and :class:`DataError` if the file is missing
+    and cannot be downloaded, or if its SHA-256 does not match.
+    """
+    path, _ = _resolve_entry(registry.get(relpath), progress)
+    return path.absolute()
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    """One row of :func:`list_datasets`: status is ``in mirror``, ``cached`` or ``missing``
+    (existence only; no hashing)."""
+
+    entry: DatasetEntry
+    status: str
+    path: Path | None
+
+
+def list_datasets() -> list[DatasetStatus]:
+    """Every registered file with where it currently is."""
+    out = []
+    for entry in registry.DATASETS:
+        path, status = _locate(entry)
+        out.append(DatasetStatus(entry, status, path))
+    return out
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """Outcome of fetching one file. ``status``: ``in mirror``, ``cached``, ``downloaded``,
+    ``skipped`` (mirror-only file, not requested by name) or ``failed`` (see ``message``)."""
+
+    entry: DatasetEntry
+    status: str
+    path: Path | None = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+def fetch(names: Iterable[str] | str | None = None, progress: bool = True, *,
+          on_result: Callable[[FetchResult], None] | None = None) -> list[FetchResult]:
+    """Make the named files (all if ``names`` is None) available locally and verified.
+
+    Files already in the mirror or cache are checked, others downloaded into the cache (a tqdm
+    progress bar on stderr when ``progress`` and tqdm is installed). When fetching everything,
+    mirror-only files that are absent are ``skipped``; named explicitly they fail. Every file is
+    attempted; ``on_result`` is called after each. Raises :class:`DataError` at the end, listing
+    the failures, if any failed; otherwise returns the results.
+    """
+    fetch_all = names is None
+    entries = registry.select(None if names is None else
+                              ([names] if isinstance(names, str) else list(names)))
+    results: list[FetchResult] = []
+    for entry in entries:
+        if fetch_all and entry.url is None and _locate(entry)[0] is None:
+            result = FetchResult(entry, "skipped", None,
+                                 f"mirror only, no download URL; set {MIRROR_ENV} to get it")
+        else:
+            try:
+                path, status = _resolve_entry(entry, progress)
+                result = FetchResult(entry, status, path.absolute())
+            except DataError as exc:
+                result = FetchResult(entry, "failed", None, str(exc))
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        lines = "; ".join(f"{r.entry.name}: {r.message}" for r in failed)
+        raise DataError(f"{len(failed)} of {len(results)} dataset(s) could not be fetched: {lines}")
+    return results
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Outcome of verifying one file. ``status``: ``ok``, ``mismatch`` or ``missing``;
+    ``location``: ``in mirror``/``cached``/``missing``."""
+
+    entry: DatasetEntry
+    status: str
+    location: str
+    path: Path | None
+    actual_sha256: str | None = None
+    actual_size: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def describe(self) -> str:
+        e = self.entry
+        if self.status == "ok":
+            return f"ok        {e.name} ({self.location}: {self.path})"
+        if self.status == "missing":
+            return f"missing   {e.name} ({e.relpath} not in mirror or cache)"
+        return (f"MISMATCH  {e.name} ({self.location}: {self.path}): expected sha256 {e.sha256} "
+                f"({e.size} bytes), got sha256 {self.actual_sha256} ({self.actual_size} bytes)")
+
+
+def verify(names: Iterable[str] | str | None = None) -> list[VerifyResult]:
+    """Re-hash the named files (all if None) where :func:`resolve` would find them; never
+    downloads. Missing files are reported as ``missing``, not raised."""
+    entries = registry.select(None if names is None else
+                              ([names] if isinstance(names, str) else list(names)))
+    results = []
+    for entry in entries:
+        path, location = _locate(entry)
+        if path is None:
+            results.append(VerifyResult(entry, "missing", location, None))
+            continue
+        actual, size = _digest(path, use_cache=False)
+        status = "ok" if actual == entry.sha256 else "mismatch"
+        results.append(VerifyResult(entry, status, location, path.absolute(), actual, size))
+    return results

@@ -1,0 +1,1 @@
+"""Experiments: the calibration gate, suites, statistics and reports."""

@@ -1,0 +1,24 @@
+"""Write result files atomically: to a temporary sibling, renamed into place on success."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+
+@contextmanager
+def atomic_write(path: Path, mode: str = "w") -> Iterator[TextIO]:
+    """Yield a file handle; the file appears at ``path`` only if the block completes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, newline="" if "b" not in mode else None) as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,180 @@
+"""The calibration gate: our replay of every published run against the published curve.
+
+Gate (issue "Foundation"): FGD, BestFit, GpuPacking, GpuClustering and DotProd within 0.01 of
+the published value in every column 0..130 on every seed; Random (not reproducible even by the
+reference binary) within ±0.3 pp of the published seed-mean at every checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.published import published_curves
+from gpudefrag.experiments.run import run_experiment
+from gpudefrag.policies.registry import DETERMINISTIC_POLICIES, POLICY_NAMES, PUBLISHED_LABEL
+
+CHECKPOINTS = (50, 80, 100, 110, 120, 130)
+EXACT_TOLERANCE = 0.01 + 1e-9
+RANDOM_TOLERANCE_PP = 0.3
+DEFAULT_SEEDS = tuple(range(42, 52))
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """One run compared with its published row."""
+
+    workload: str
+    policy: str
+    seed: int
+    curve: np.ndarray
+    published: np.ndarray
+    failed_pods: int
+    wall_s: float
+
+    @property
+    def max_abs_diff(self) -> float:
+        """Largest |ours - published| over columns where both have a value."""
+        diff = np.abs(self.curve - self.published)
+        finite = diff[~np.isnan(diff)]
+        return float(finite.max()) if finite.size else 0.0
+
+    @property
+    def exact(self) -> bool:
+        """Every column within one unit of the published rounding (NaN only where published is)."""
+        same_gaps = np.array_equal(np.isnan(self.curve), np.isnan(self.published))
+        return same_gaps and self.max_abs_diff <= EXACT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    workload: str
+    policy: str
+    seeds: int
+    exact_runs: int
+    ours_mean: dict[int, float]
+    published_mean: dict[int, float]
+    max_abs_diff: float
+    passed: bool
+
+
+def _check_one(task: tuple[str, str, int]) -> RunCheck:
+    workload, policy, seed = task
+    out = run_experiment(workload, policy, seed)
+    published = published_curves()[(out.workload, PUBLISHED_LABEL[policy], seed)]
+    return RunCheck(out.workload, policy, seed, out.curve, published, out.result.failed, out.result.wall_s)
+
+
+def _warm_up() -> None:
+    """Compile (or load from the on-disk cache) every kernel once before forking workers."""
+    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.model.pods import PodSpec
+    from gpudefrag.experiments.inputs import cluster_from_nodes
+    from gpudefrag.policies.registry import make_policy
+
+    inputs = workload_inputs()
+    state = cluster_from_nodes(inputs.nodes)
+    for name in POLICY_NAMES:
+        make_policy(name, inputs.typical).select(state, PodSpec(1000, 1024, 1, 500))
+
+
+def run_calibration(workloads: Iterable[str], policies: Iterable[str] = POLICY_NAMES,
+                    seeds: Iterable[int] = DEFAULT_SEEDS, jobs: int | None = None,
+                    progress: bool = True) -> list[RunCheck]:
+    """Run the grid in parallel across local cores; results in (workload, policy, seed) order."""
+    from gpudefrag.experiments.inputs import workload_inputs
+
+    workloads, policies, seeds = list(workloads), list(policies), list(seeds)
+    for w in workloads:
+        workload_inputs(w)  # fail fast on a bad name or file, before any worker starts
+    published = published_curves()
+    stems = {w: workload_inputs(w).name for w in workloads}
+    missing = [(stems[w], p, s) for w in workloads for p in policies for s in seeds
+               if (stems[w], PUBLISHED_LABEL[p], s) not in published]
+    if missing:
+        from gpudefrag.errors import ConfigError
+        raise ConfigError(f"no published row for {len(missing)} runs, e.g. {missing[0]}")
+    _warm_up()
+    tasks = [(w, p, s) for w in workloads for p in policies for s in seeds]
+    jobs = jobs or os.cpu_count() or 1
+    results: dict[tuple[str, str, int], RunCheck] = {}
+    bar = tqdm(total=len(tasks), desc="calib", unit="run", disable=None if progress else True)
+    if jobs == 1:
+        for task in tasks:
+            results[task] = _check_one(task)
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_check_one, t): t for t in tasks}
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update()
+    bar.close()
+    return [results[t] for t in tasks]
+
+
+def summarise(checks: list[RunCheck]) -> list[PolicySummary]:
+    """Per (workload, policy): seed means at the checkpoints, exact runs, and the gate verdict."""
+    groups: dict[tuple[str, str], list[RunCheck]] = {}
+    for c in checks:
+        groups.setdefault((c.workload, c.policy), []).append(c)
+    out = []
+    for (workload, policy), runs in groups.items():
+        ours = np.array([r.curve for r in runs])
+        pub = np.array([r.published for r in runs])
+        ours_mean = {x: float(np.nanmean(ours[:, x])) for x in CHECKPOINTS}
+        pub_mean = {x: float(np.nanmean(pub[:, x])) for x in CHECKPOINTS}
+        exact = sum(r.exact for r in runs)
+        max_diff = max(r.max_abs_diff for r in runs)
+        if policy in DETERMINISTIC_POLICIES:
+            passed = exact == len(runs)
+        else:
+            passed = all(abs(ours_mean[x] - pub_mean[x]) <= RANDOM_TOLERANCE_PP + 1e-9 for x in CHECKPOINTS)
+        out.append(PolicySummary(workload, policy, len(runs), exact, ours_mean, pub_mean, max_diff, passed))
+    return out
+
+
+def format_table(summaries: list[PolicySummary]) -> str:
+    """A Markdown table: ours vs published seed-mean at the checkpoints, max |Δ|, exact k/n, gate."""
+    head = ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "gate"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summaries:
+        cells = [s.workload.removeprefix("openb_pod_list_"), s.policy]
+        cells += [f"{s.ours_mean[x]:.2f} / {s.published_mean[x]:.2f}" for x in CHECKPOINTS]
+        cells += [f"{s.max_abs_diff:.2f}", f"{s.exact_runs}/{s.seeds}", "pass" if s.passed else "FAIL"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_results(checks: list[RunCheck], summaries: list[PolicySummary], folder: Path) -> list[Path]:
+    """``calib_runs.csv`` (one row per run) and ``calib_summary.csv`` / ``.md``."""
+    runs_path = folder / "calib_runs.csv"
+    with atomic_write(runs_path) as fh:
+        out = csv.writer(fh)
+        out.writerow(["workload", "policy", "seed", "exact", "max_abs_diff", "failed_pods", "wall_s"]
+                     + [f"ours_{x}" for x in CHECKPOINTS] + [f"published_{x}" for x in CHECKPOINTS])
+        for c in checks:
+            out.writerow([c.workload, c.policy, c.seed, int(c.exact), f"{c.max_abs_diff:.4f}", c.failed_pods,
+                          f"{c.wall_s:.3f}"] + [f"{c.curve[x]:.2f}" for x in CHECKPOINTS]
+                         + [f"{c.published[x]:.2f}" for x in CHECKPOINTS])
+    summary_path = folder / "calib_summary.csv"
+    with atomic_write(summary_path) as fh:
+        out = csv.writer(fh)
+        out.writerow(["workload", "policy", "seeds", "exact_runs", "max_abs_diff", "passed"]
+                     + [f"ours_mean_{x}" for x in CHECKPOINTS] + [f"published_mean_{x}" for x in CHECKPOINTS])
+        for s in summaries:
+            out.writerow([s.workload, s.policy, s.seeds, s.exact_runs, f"{s.max_abs_diff:.4f}", int(s.passed)]
+                         + [f"{s.ours_mean[x]:.4f}" for x in CHECKPOINTS]
+                         + [f"{s.published_mean[x]:.4f}" for x in CHECKPOINTS])
+    md_path = folder / "calib_summary.md"
+    with atomic_write(md_path) as fh:
+        fh.write(format_table(summaries) + "\n")
+    return [runs_path, summary_path, md_path]

@@ -1,0 +1,176 @@
+"""Cluster state as a struct of per-node numpy arrays.
+
+State changes only through :meth:`ClusterState.bind` and :meth:`ClusterState.unbind`; deciders
+(policies, the batch placer, the defrag planner) read the arrays and return a :class:`Placement`.
+A what-if runs on :meth:`ClusterState.copy`, which copies only the dynamic arrays.
+
+Every change to a node gives it a fresh ``version`` from a process-wide counter.  Equal versions
+therefore imply equal node contents, so caches keyed by (node index, version) stay valid across
+copies and never need explicit invalidation.
+
+GPU slots beyond a node's ``gpu_count`` hold 0 and are never used.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU, MAX_GPUS_PER_NODE, MAX_PODS_PER_NODE
+from gpudefrag.model.gpu_models import mask_accepts
+from gpudefrag.model.pods import PodSpec
+
+_VERSIONS = itertools.count(1)
+
+AFFINITY_TAGS = MAX_GPUS_PER_NODE + 1
+"""GpuClustering tags: 0 = ``share-gpu``; k = ``k-gpu`` (whole GPUs, k = 1..8)."""
+
+
+def affinity_tag(pod: PodSpec) -> int:
+    """GpuClustering's tag of a GPU pod (-1 for CPU-only pods, which carry none)."""
+    if pod.gpu_milli <= 0:
+        return -1
+    if pod.num_gpu == 1 and pod.gpu_milli < GPU_MILLI_PER_GPU:
+        return 0
+    return pod.num_gpu
+
+
+def _fresh_versions(n: int) -> np.ndarray:
+    start = next(_VERSIONS)
+    # Reserve a contiguous block so that versions stay unique across all states.
+    for _ in range(n - 1):
+        next(_VERSIONS)
+    return np.arange(start, start + n, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a pod goes: a node index and the GPU indices it uses (empty for CPU-only pods)."""
+
+    node: int
+    gpus: tuple[int, ...]
+    pod: PodSpec
+
+
+class PlacementError(ValueError):
+    """A placement that does not fit the state it is applied to."""
+
+
+class ClusterState:
+    """Per-node arrays.  Static: names, GPU model id, GPU count, capacities, tie-break rank.
+
+    Dynamic: ``cpu_milli_left``, ``memory_mib_left``, ``gpu_milli_left[node, gpu]``,
+    ``pod_count``, ``affinity[node, tag]`` (GPU pods per GpuClustering tag) and ``version``.
+    ``tie_rank[node]``: lower wins a score tie (FGD's "lowest randomised node name").
+    """
+
+    def __init__(self, names: list[str] | tuple[str, ...], model_id: np.ndarray, gpu_count: np.ndarray,
+                 cpu_milli: np.ndarray, memory_mib: np.ndarray, tie_rank: np.ndarray | None = None) -> None:
+        n = len(names)
+        self.names = tuple(names)
+        self.model_id = np.asarray(model_id, dtype=np.int64).copy()
+        self.gpu_count = np.asarray(gpu_count, dtype=np.int64).copy()
+        self.cpu_capacity_milli = np.asarray(cpu_milli, dtype=np.int64).copy()
+        self.memory_capacity_mib = np.asarray(memory_mib, dtype=np.int64).copy()
+        for arr, label in ((self.model_id, "model_id"), (self.gpu_count, "gpu_count"),
+                           (self.cpu_capacity_milli, "cpu_milli"), (self.memory_capacity_mib, "memory_mib")):
+            if arr.shape != (n,):
+                raise ValueError(f"{label} has shape {arr.shape}, expected ({n},)")
+        if n and (self.gpu_count.min() < 0 or self.gpu_count.max() > MAX_GPUS_PER_NODE):
+            raise ValueError(f"gpu_count must be within 0..{MAX_GPUS_PER_NODE}")
+        self.tie_rank = (np.arange(n, dtype=np.int64) if tie_rank is None
+                         else np.asarray(tie_rank, dtype=np.int64).copy())
+        self.cpu_milli_left = self.cpu_capacity_milli.copy()
+        self.memory_mib_left = self.memory_capacity_mib.copy()
+        slots = np.arange(MAX_GPUS_PER_NODE)[None, :]
+        self.gpu_milli_left = np.where(slots < self.gpu_count[:, None], GPU_MILLI_PER_GPU, 0).astype(np.int64)
+        self.pod_count = np.zeros(n, dtype=np.int64)
+        self.affinity = np.zeros((n, AFFINITY_TAGS), dtype=np.int64)
+        self.version = _fresh_versions(n)
+        self.gpu_capacity_milli = int(self.gpu_count.sum()) * GPU_MILLI_PER_GPU
+        self.used_gpu_milli = 0
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def num_nodes(self) -> int:
+        return len(self.names)
+
+    def why_not_fits(self, node: int, pod: PodSpec, gpus: tuple[int, ...]) -> str | None:
+        """Why ``pod`` cannot go on ``node`` using ``gpus`` (``None`` when it can)."""
+        if not 0 <= node < self.num_nodes:
+            return f"node index {node} out of range"
+        if self.cpu_milli_left[node] < pod.cpu_milli:
+            return f"CPU: needs {pod.cpu_milli} m, {self.cpu_milli_left[node]} m left"
+        if self.memory_mib_left[node] < pod.memory_mib:
+            return f"memory: needs {pod.memory_mib} MiB, {self.memory_mib_left[node]} MiB left"
+        if self.pod_count[node] + 1 > MAX_PODS_PER_NODE:
+            return "pod count limit reached"
+        if len(gpus) != (pod.num_gpu if pod.gpu_milli > 0 else 0):
+            return f"expects {pod.num_gpu} GPU indices, got {len(gpus)}"
+        if pod.gpu_milli > 0 and not mask_accepts(pod.gpu_model_mask, int(self.model_id[node])):
+            return "GPU model not accepted by the pod"
+        if len(set(gpus)) != len(gpus):
+            return "repeated GPU index"
+        for g in gpus:
+            if not 0 <= g < self.gpu_count[node]:
+                return f"GPU index {g} out of range"
+            if self.gpu_milli_left[node, g] < pod.gpu_milli:
+                return f"GPU {g}: needs {pod.gpu_milli} milli, {self.gpu_milli_left[node, g]} left"
+        return None
+
+    # ----------------------------------------------------------------- changes
+    def _touch(self, node: int) -> None:
+        self.version[node] = next(_VERSIONS)
+
+    def bind(self, placement: Placement) -> None:
+        """Place a pod; raises :class:`PlacementError` (state unchanged) if it does not fit."""
+        pod, node = placement.pod, placement.node
+        why = self.why_not_fits(node, pod, placement.gpus)
+        if why is not None:
+            raise PlacementError(f"cannot bind {pod.name or 'pod'} to node {node}: {why}")
+        self.cpu_milli_left[node] -= pod.cpu_milli
+        self.memory_mib_left[node] -= pod.memory_mib
+        self.pod_count[node] += 1
+        for g in placement.gpus:
+            self.gpu_milli_left[node, g] -= pod.gpu_milli
+        tag = affinity_tag(pod)
+        if tag >= 0:
+            self.affinity[node, tag] += 1
+        self.used_gpu_milli += pod.gpu_milli * len(placement.gpus)
+        self._touch(node)
+
+    def unbind(self, placement: Placement) -> None:
+        """Remove a bound pod; the exact inverse of :meth:`bind`."""
+        pod, node = placement.pod, placement.node
+        if self.pod_count[node] < 1:
+            raise PlacementError(f"node {node} has no pod to unbind")
+        for g in placement.gpus:
+            if self.gpu_milli_left[node, g] + pod.gpu_milli > GPU_MILLI_PER_GPU:
+                raise PlacementError(f"unbind would exceed GPU {g} capacity on node {node}")
+        self.cpu_milli_left[node] += pod.cpu_milli
+        self.memory_mib_left[node] += pod.memory_mib
+        self.pod_count[node] -= 1
+        for g in placement.gpus:
+            self.gpu_milli_left[node, g] += pod.gpu_milli
+        tag = affinity_tag(pod)
+        if tag >= 0:
+            self.affinity[node, tag] -= 1
+        self.used_gpu_milli -= pod.gpu_milli * len(placement.gpus)
+        self._touch(node)
+
+    def copy(self) -> ClusterState:
+        """A what-if copy: static arrays shared, dynamic arrays copied (versions kept)."""
+        other = object.__new__(ClusterState)
+        other.__dict__.update(self.__dict__)
+        for name in ("cpu_milli_left", "memory_mib_left", "gpu_milli_left", "pod_count",
+                     "affinity", "version"):
+            setattr(other, name, getattr(self, name).copy())
+        return other
+
+    def snapshot(self) -> tuple:
+        """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
+        return (self.cpu_milli_left.tobytes(), self.memory_mib_left.tobytes(),
+                self.gpu_milli_left.tobytes(), self.pod_count.tobytes(), self.affinity.tobytes(),
+                self.used_gpu_milli)

@@ -1,0 +1,63 @@
+"""The placement-policy interface and the score-based policy runner.
+
+A policy decides; it never changes the state.  ``select(state, pod)`` returns a
+:class:`~gpudefrag.model.cluster.Placement` (node and GPU indices) or ``None`` when the pod fits
+nowhere.  ``score_nodes(state, pod)`` returns the integer score of every node (-1 where the pod
+does not fit); the highest score wins and ``state.tie_rank`` breaks ties (lowest rank).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from gpudefrag.model.cluster import ClusterState, Placement, affinity_tag
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies import baseline_kernel as bk
+from gpudefrag.policies.gpu_choice import choose_gpus_best
+
+
+class Policy(ABC):
+    """A per-pod placement policy."""
+
+    name: str = ""
+
+    @abstractmethod
+    def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
+        """Where ``pod`` goes on ``state`` (``None``: fits nowhere).  Must not mutate ``state``."""
+
+    @abstractmethod
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+        """Integer score per node, -1 where infeasible."""
+
+    def reset(self) -> None:
+        """Forget per-run memory (caches); called at the start of every run."""
+
+
+def pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
+    return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+
+
+class BaselinePolicy(Policy):
+    """BestFit, GpuPacking, GpuClustering or DotProd: integer score, ``best`` GPU choice."""
+
+    def __init__(self, name: str, kernel_id: int) -> None:
+        self.name = name
+        self._kernel_id = kernel_id
+
+    def _state_args(self, state: ClusterState) -> tuple:
+        return (state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left, state.gpu_count,
+                state.model_id, state.pod_count, state.affinity)
+
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+        return bk.score_nodes(self._kernel_id, *self._state_args(state), *pod_args(pod),
+                              max(affinity_tag(pod), 0))
+
+    def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
+        node = bk.select_node(self._kernel_id, *self._state_args(state), state.tie_rank,
+                              *pod_args(pod), max(affinity_tag(pod), 0))
+        if node < 0:
+            return None
+        gpus = choose_gpus_best(state.gpu_milli_left[node], int(state.gpu_count[node]), pod)
+        return Placement(int(node), gpus, pod)

@@ -1,0 +1,455 @@
+"""Strict loaders for the Alibaba openb node and pod lists (cluster-trace-gpu-v2023 CSVs).
+
+* :func:`load_nodes` reads ``sn,cpu_milli,memory_mib,gpu,model`` into a :class:`NodeTable`.
+* :func:`load_pods` reads ``name,cpu_milli,memory_mib,num_gpu,gpu_milli`` plus the optional
+  ``gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time`` into a :class:`PodTable`.
+
+Pod conversion follows the simulator's ``data/pod_csv_to_yaml.py`` (``fgd-spec.md`` §1.2):
+``gpu_milli`` is per GPU; when ``num_gpu != 0`` it is kept if in 1..1000, becomes 1000 if larger and
+0 if ``<= 0``; when ``num_gpu == 0`` both ``gpu_milli`` and ``gpu_spec`` are cleared. ``gpu_spec`` is
+split on ``|``, empty parts dropped and re-joined with ``|`` (duplicates kept). ``qos`` and
+``pod_phase`` are ignored; the three time columns are kept as int64 arrays (-1 when absent/empty).
+
+Every problem raises :class:`~gpudefrag.errors.InputError` naming the file, the 1-based line (the
+header is line 1) and the column: bad or missing header columns, short or long rows, empty required
+fields, non-integer or negative resources, unknown GPU models (node ``model`` and every part of
+``gpu_spec``, also for CPU-only pods), duplicate names, and files without data rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gpudefrag.errors import ConfigError, InputError
+from gpudefrag.workloads.gpu_models import KNOWN_GPU_MODELS
+
+__all__ = [
+    "GPU_MILLI",
+    "NODE_COLUMNS",
+    "NODE_LIST",
+    "POD_OPTIONAL_COLUMNS",
+    "POD_REQUIRED_COLUMNS",
+    "PUBLISHED_WORKLOADS",
+    "NodeTable",
+    "PodTable",
+    "load_node_list",
+    "load_nodes",
+    "load_pods",
+    "load_workload",
+    "workload_path",
+]
+
+GPU_MILLI = 1000  # capacity of one GPU in milli-GPU
+
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_REQUIRED_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+POD_OPTIONAL_COLUMNS = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time",
+                        "scheduled_time")
+
+#: The node list every published FGD experiment uses (mirror-relative path).
+NODE_LIST = "openb/openb_node_list_gpu_node.csv"
+
+#: The 17 pod lists of the published grid (distinct ``workload`` values of
+#: ``fgd-published/analysis_allo_discrete.csv``; 6 policies x seeds 42-51 each).
+PUBLISHED_WORKLOADS: tuple[str, ...] = (
+    "openb_pod_list_default",
+    "openb_pod_list_cpu050",
+    "openb_pod_list_cpu100",
+    "openb_pod_list_cpu200",
+    "openb_pod_list_cpu250",
+    "openb_pod_list_gpushare40",
+    "openb_pod_list_gpushare60",
+    "openb_pod_list_gpushare80",
+    "openb_pod_list_gpushare100",
+    "openb_pod_list_gpuspec10",
+    "openb_pod_list_gpuspec20",
+    "openb_pod_list_gpuspec25",
+    "openb_pod_list_gpuspec33",
+    "openb_pod_list_multigpu20",
+    "openb_pod_list_multigpu30",
+    "openb_pod_list_multigpu40",
+    "openb_pod_list_multigpu50",
+)
+
+_INT64_MAX = np.iinfo(np.int64).max
+_NEGATIVE_RE = re.compile(r"-[0-9]+")
+_KNOWN_MODELS = frozenset(KNOWN_GPU_MODELS)
+_KNOWN_LIST = ", ".join(KNOWN_GPU_MODELS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def _int_array(values, name: str) -> np.ndarray:
+    arr = np.array(values, dtype=np.int64).reshape(-1)
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_lengths(kind: str, n: int, **columns) -> None:
+    for name, col in columns.items():
+        if len(col) != n:
+            raise ValueError(f"{kind}: column {name} has {len(col)} entries, expected {n}")
+
+
+@dataclass(frozen=True, eq=False)
+class NodeTable:
+    """Nodes, one entry per CSV row in file order. Arrays are read-only int64."""
+
+    names: tuple[str, ...]
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    gpu_count: np.ndarray
+    models: tuple[str, ...]
+    source_path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "models", tuple(self.models))
+        for name in ("cpu_milli", "memory_mib", "gpu_count"):
+            object.__setattr__(self, name, _int_array(getattr(self, name), name))
+        if self.source_path is not None:
+            object.__setattr__(self, "source_path", Path(self.source_path))
+        _check_lengths("NodeTable", len(self.names), cpu_milli=self.cpu_milli,
+                       memory_mib=self.memory_mib, gpu_count=self.gpu_count, models=self.models)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def total_gpus(self) -> int:
+        return int(self.gpu_count.sum())
+
+    def __repr__(self) -> str:
+        return (f"NodeTable({len(self)} nodes, {self.total_gpus} GPUs, "
+                f"source_path={str(self.source_path) if self.source_path else None!r})")
+
+
+@dataclass(frozen=True, eq=False)
+class PodTable:
+    """Pods, one entry per CSV row in file order. Arrays are read-only int64.
+
+    ``gpu_milli`` is per GPU (total request = ``gpu_milli * num_gpu``); ``gpu_spec`` is the
+    normalised ``|``-joined model list or ``""``. Time columns are -1 where absent or empty.
+    """
+
+    names: tuple[str, ...]
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    num_gpu: np.ndarray
+    gpu_milli: np.ndarray
+    gpu_spec: tuple[str, ...]
+    creation_time: np.ndarray | None = None
+    deletion_time: np.ndarray | None = None
+    scheduled_time: np.ndarray | None = None
+    source_path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "gpu_spec", tuple(self.gpu_spec))
+        for name in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"):
+            object.__setattr__(self, name, _int_array(getattr(self, name), name))
+        for name in ("creation_time", "deletion_time", "scheduled_time"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, _int_array(np.full(n, -1) if value is None else value,
+                                                      name))
+        if self.source_path is not None:
+            object.__setattr__(self, "source_path", Path(self.source_path))
+        _check_lengths("PodTable", n, cpu_milli=self.cpu_milli, memory_mib=self.memory_mib,
+                       num_gpu=self.num_gpu, gpu_milli=self.gpu_milli, gpu_spec=self.gpu_spec,
+                       creation_time=self.creation_time, deletion_time=self.deletion_time,
+                       scheduled_time=self.scheduled_time)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def total_gpu_milli(self) -> int:
+        """Sum over pods of ``gpu_milli * num_gpu``."""
+        return int((self.gpu_milli * self.num_gpu).sum())
+
+    def __repr__(self) -> str:
+        return (f"PodTable({len(self)} pods, {self.total_gpu_milli} GPU milli, "
+                f"source_path={str(self.source_path) if self.source_path else None!r})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Field parsing
+
+
+def _bad_uint(text: str, path: str, line: int, column: str) -> int:
+    """Slow path of :func:`_uint`: return a large valid value or raise a precise error."""
+    if text == "":
+        raise InputError(path, "empty required field", line, column)
+    if text.isascii() and text.isdigit():
+        value = int(text)
+        if value <= _INT64_MAX:
+            return value
+        raise InputError(path, f"value {text} is too large", line, column)
+    if _NEGATIVE_RE.fullmatch(text):
+        raise InputError(path, f"negative value {text}; expected an integer >= 0", line, column)
+    raise InputError(path, f"non-numeric value {text!r}; expected an integer >= 0", line, column)
+
+
+def _uint(text: str, path: str, line: int, column: str) -> int:
+    if len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)
+    return _bad_uint(text, path, line, column)
+
+
+def _unknown_model(path: str, line: int, column: str, model: str) -> InputError:
+    return InputError(path, f"unknown GPU model {model!r}; known models: {_KNOWN_LIST}",
+                      line, column)
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV reading
+
+
+def _open_rows(path: Path):
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a CSV file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    return fh
+
+
+def _utf8_error(path: str) -> InputError:
+    """The decoder works on blocks, so find the first undecodable line again, in binary."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return InputError(path, f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                                        f"character {exc.start + 1})", number)
+    return InputError(path, "not valid UTF-8 text")
+
+
+def _read_header(reader, path: str, required: tuple[str, ...],
+                 optional: tuple[str, ...]) -> dict[str, int]:
+    expected = ",".join(required + optional) if optional else ",".join(required)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(path, f"empty file; expected a header line '{expected}'",
+                         1, required[0]) from None
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+    except csv.Error as exc:
+        raise InputError(path, f"malformed CSV header: {exc}", 1) from None
+    if not header or header == [""]:
+        raise InputError(path, f"missing header; expected '{expected}'", 1, required[0])
+    known = set(required) | set(optional)
+    positions: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name not in known:
+            hint = f" (did you mean {name.strip()!r}?)" if name.strip() in known else ""
+            raise InputError(path, f"unknown column {name!r}{hint}; expected columns: {expected}",
+                             1, name)
+        if name in positions:
+            raise InputError(path, "duplicate column in the header", 1, name)
+        positions[name] = i
+    for name in required:
+        if name not in positions:
+            raise InputError(path, f"missing required column; the header must include: "
+                                   f"{', '.join(required)}", 1, name)
+    return positions
+
+
+def _iter_rows(reader, path: str, header_len: int, header: list[str]):
+    """Yield (line, row) for data rows; blank lines are errors unless trailing."""
+    blank_line = None
+    try:
+        for row in reader:
+            line = reader.line_num
+            if len(row) == header_len:
+                if blank_line is not None:
+                    raise InputError(path, "blank line inside the data", blank_line)
+                yield line, row
+                continue
+            if not row:
+                if blank_line is None:
+                    blank_line = line
+                continue
+            if blank_line is not None:
+                raise InputError(path, "blank line inside the data", blank_line)
+            if len(row) < header_len:
+                missing = header[len(row)]
+                raise InputError(path, f"truncated row: {len(row)} fields, the header has "
+                                       f"{header_len} (column '{missing}' onwards missing)",
+                                 line, missing)
+            raise InputError(path, f"too many fields: {len(row)}, the header has {header_len}",
+                             line, f"#{header_len + 1} (after '{header[-1]}')")
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+    except csv.Error as exc:
+        raise InputError(path, f"malformed CSV: {exc}", reader.line_num) from None
+
+
+def _no_rows(path: str) -> InputError:
+    return InputError(path, "no data rows after the header", 1)
+
+
+def load_nodes(path: str | os.PathLike[str]) -> NodeTable:
+    """Load an openb node list (``sn,cpu_milli,memory_mib,gpu,model``; any column order).
+
+    ``model`` must be a known GPU model; it may be empty only for a node with ``gpu == 0``.
+    """
+    src = Path(path)
+    spath = str(src)
+    names: list[str] = []
+    cpu: list[int] = []
+    mem: list[int] = []
+    gpus: list[int] = []
+    models: list[str] = []
+    seen: dict[str, int] = {}
+    with _open_rows(src) as fh:
+        reader = csv.reader(fh, strict=True)
+        pos = _read_header(reader, spath, NODE_COLUMNS, ())
+        header = sorted(pos, key=pos.__getitem__)
+        i_sn, i_cpu, i_mem, i_gpu, i_model = (pos[c] for c in NODE_COLUMNS)
+        for line, row in _iter_rows(reader, spath, len(header), header):
+            sn = row[i_sn]
+            if not sn:
+                raise InputError(spath, "empty required field", line, "sn")
+            if sn in seen:
+                raise InputError(spath, f"duplicate node name {sn!r} (first on line {seen[sn]})",
+                                 line, "sn")
+            seen[sn] = line
+            gpu = _uint(row[i_gpu], spath, line, "gpu")
+            model = row[i_model]
+            if model not in _KNOWN_MODELS:
+                if model or gpu:
+                    if not model:
+                        raise InputError(spath, f"empty GPU model for a node with {gpu} GPU(s); "
+                                                f"known models: {_KNOWN_LIST}", line, "model")
+                    raise _unknown_model(spath, line, "model", model)
+            names.append(sn)
+            cpu.append(_uint(row[i_cpu], spath, line, "cpu_milli"))
+            mem.append(_uint(row[i_mem], spath, line, "memory_mib"))
+            gpus.append(gpu)
+            models.append(model)
+    if not names:
+        raise _no_rows(spath)
+    return NodeTable(tuple(names), cpu, mem, gpus, tuple(models), source_path=src)
+
+
+def load_pods(path: str | os.PathLike[str]) -> PodTable:
+    """Load an openb pod list and apply the simulator's conversion (module docstring)."""
+    src = Path(path)
+    spath = str(src)
+    names: list[str] = []
+    cpu: list[int] = []
+    mem: list[int] = []
+    ngpu: list[int] = []
+    milli: list[int] = []
+    specs: list[str] = []
+    times: tuple[list[int], list[int], list[int]] = ([], [], [])
+    time_cols = ("creation_time", "deletion_time", "scheduled_time")
+    seen: dict[str, int] = {}
+    spec_cache: dict[str, str] = {"": ""}
+    with _open_rows(src) as fh:
+        reader = csv.reader(fh, strict=True)
+        pos = _read_header(reader, spath, POD_REQUIRED_COLUMNS, POD_OPTIONAL_COLUMNS)
+        header = sorted(pos, key=pos.__getitem__)
+        i_name, i_cpu, i_mem, i_ngpu, i_milli = (pos[c] for c in POD_REQUIRED_COLUMNS)
+        i_spec = pos.get("gpu_spec")
+        time_idx = [(pos[c], c, out) for c, out in zip(time_cols, times) if c in pos]
+        for line, row in _iter_rows(reader, spath, len(header), header):
+            name = row[i_name]
+            if not name:
+                raise InputError(spath, "empty required field", line, "name")
+            if name in seen:
+                raise InputError(spath, f"duplicate pod name {name!r} (first on line "
+                                        f"{seen[name]})", line, "name")
+            seen[name] = line
+            n = _uint(row[i_ngpu], spath, line, "num_gpu")
+            m = _uint(row[i_milli], spath, line, "gpu_milli")
+            spec = ""
+            if i_spec is not None:
+                raw = row[i_spec]
+                spec = spec_cache.get(raw)
+                if spec is None:
+                    parts = [p for p in raw.split("|") if p]
+                    for part in parts:
+                        if part not in _KNOWN_MODELS:
+                            raise _unknown_model(spath, line, "gpu_spec", part)
+                    spec = spec_cache[raw] = "|".join(parts)
+            if n == 0:
+                m = 0
+                spec = ""
+            elif m > GPU_MILLI:
+                m = GPU_MILLI
+            names.append(name)
+            cpu.append(_uint(row[i_cpu], spath, line, "cpu_milli"))
+            mem.append(_uint(row[i_mem], spath, line, "memory_mib"))
+            ngpu.append(n)
+            milli.append(m)
+            specs.append(spec)
+            for idx, col, out in time_idx:
+                text = row[idx]
+                out.append(_uint(text, spath, line, col) if text else -1)
+    if not names:
+        raise _no_rows(spath)
+    time_arrays = [np.array(t, dtype=np.int64) if t else None for t in times]
+    return PodTable(tuple(names), cpu, mem, ngpu, milli, tuple(specs), *time_arrays,
+                    source_path=src)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registered workloads
+
+
+def _pod_list_names() -> list[str]:
+    from gpudefrag.data import registry
+
+    return [e.name for e in registry.DATASETS
+            if e.group == "openb" and e.name.startswith("openb_pod_list_")]
+
+
+def workload_path(name: str) -> Path:
+    """Verified local path of a registered openb pod list.
+
+    Accepts ``openb_pod_list_default``, ``default``, ``openb_pod_list_default.csv`` or
+    ``openb/openb_pod_list_default.csv``; resolved through :func:`gpudefrag.data.store.resolve`.
+    """
+    from gpudefrag.data import store
+
+    stem = str(name).strip().replace("\\", "/")
+    if stem.startswith("openb/"):
+        stem = stem[len("openb/"):]
+    if stem.endswith(".csv"):
+        stem = stem[:-4]
+    if not stem.startswith("openb_pod_list_"):
+        stem = "openb_pod_list_" + stem
+    known = _pod_list_names()
+    if stem not in known:
+        short = ", ".join(k[len("openb_pod_list_"):] for k in known)
+        raise ConfigError(f"unknown workload {name!r}; known openb pod lists: {short} "
+                          "(also accepted with the 'openb_pod_list_' prefix)")
+    return store.resolve(f"openb/{stem}.csv")
+
+
+def load_workload(name: str) -> PodTable:
+    """:func:`load_pods` of :func:`workload_path` ``(name)``."""
+    return load_pods(workload_path(name))
+
+
+def load_node_list(name: str = NODE_LIST) -> NodeTable:
+    """:func:`load_nodes` of a registered node list (default: the GPU-node list)."""
+    from gpudefrag.data import store
+
+    return load_nodes(store.resolve(name))
