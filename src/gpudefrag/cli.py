@@ -117,6 +117,37 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid list {text!r} (use e.g. 1,16,64)") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"need positive integers: {text!r}")
+    return values
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    if args.suite != "1a":
+        raise ConfigError(f"unknown suite {args.suite!r}; known: 1a")
+    from gpudefrag.batch.placer import SolverConfig
+    from gpudefrag.experiments.report1a import diagnose, write_report
+    from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
+
+    solver = SolverConfig(time_limit_s=args.time_limit, deterministic_time=args.deterministic_time,
+                          candidates_per_pod=args.candidates, deterministic=not args.wall_clock)
+    config = Suite1aConfig(workload=args.workload, seeds=tuple(args.seeds),
+                           batch_sizes=tuple(args.batch_sizes), solver=solver)
+    started = time.perf_counter()
+    runs = run_suite(config, args.jobs, progress=not args.no_progress)
+    wall = time.perf_counter() - started
+    folder = args.out / "suite1a"
+    paths = write_report(runs, config, folder, wall, diagnose(runs))
+    print((folder / "report.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from gpudefrag.cli_data import add_data_commands
@@ -157,6 +188,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--workload", default="openb_pod_list_default")
     bench.add_argument("--seed", type=int, default=42)
     bench.set_defaults(func=cmd_bench)
+
+    suite = sub.add_parser("suite", help="experiment suites (1a: solver batch placement vs FGD)",
+                           description="Suite 1a: FGD's protocol with arrivals decided in batches of B by the "
+                                       "CP-SAT batch placer, against FGD and BestFit; Markdown report, PNG "
+                                       "chart and CSV tables.")
+    suite.add_argument("suite", choices=["1a"], help="which suite")
+    suite.add_argument("--workload", default="openb_pod_list_default")
+    suite.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)), help="seeds (default 42-51)")
+    suite.add_argument("--batch-sizes", type=parse_int_list, default=[1, 16, 64],
+                       help="solver batch sizes (default 1,16,64)")
+    suite.add_argument("--deterministic-time", type=positive_float, default=0.01,
+                       help="CP-SAT deterministic work limit per batch (default 0.01)")
+    suite.add_argument("--time-limit", type=positive_float, default=0.5,
+                       help="wall-clock budget per batch in seconds (default 0.5)")
+    suite.add_argument("--wall-clock", action="store_true",
+                       help="stop on the wall-clock budget only (faster machines do more; not reproducible)")
+    suite.add_argument("--candidates", type=positive_int, default=8, help="FGD-top nodes per pod (default 8)")
+    suite.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: all cores)")
+    suite.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
+    suite.add_argument("--no-progress", action="store_true", help="no progress bar")
+    suite.set_defaults(func=cmd_suite)
 
     add_data_commands(sub)
     return parser

@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.published import published_curves
+from gpudefrag.experiments.published import ALLOC_FILE, FRAG_FILE, published_curves
 from gpudefrag.experiments.run import run_experiment
 from gpudefrag.policies.registry import DETERMINISTIC_POLICIES, POLICY_NAMES, PUBLISHED_LABEL
 
@@ -37,6 +37,8 @@ class RunCheck:
     seed: int
     curve: np.ndarray
     published: np.ndarray
+    frag_curve: np.ndarray
+    published_frag: np.ndarray
     failed_pods: int
     wall_s: float
 
@@ -53,6 +55,13 @@ class RunCheck:
         same_gaps = np.array_equal(np.isnan(self.curve), np.isnan(self.published))
         return same_gaps and self.max_abs_diff <= EXACT_TOLERANCE
 
+    @property
+    def frag_exact(self) -> bool:
+        """The fragmentation curve also matches ``analysis_frag_discrete.csv`` (reported, not gated)."""
+        diff = np.abs(self.frag_curve - self.published_frag)
+        return (np.array_equal(np.isnan(self.frag_curve), np.isnan(self.published_frag))
+                and float(np.nanmax(diff, initial=0.0)) <= EXACT_TOLERANCE)
+
 
 @dataclass(frozen=True)
 class PolicySummary:
@@ -63,14 +72,18 @@ class PolicySummary:
     ours_mean: dict[int, float]
     published_mean: dict[int, float]
     max_abs_diff: float
+    frag_exact_runs: int
     passed: bool
 
 
 def _check_one(task: tuple[str, str, int]) -> RunCheck:
     workload, policy, seed = task
-    out = run_experiment(workload, policy, seed)
-    published = published_curves()[(out.workload, PUBLISHED_LABEL[policy], seed)]
-    return RunCheck(out.workload, policy, seed, out.curve, published, out.result.failed, out.result.wall_s)
+    out = run_experiment(workload, policy, seed, with_frag=True)
+    key = (out.workload, PUBLISHED_LABEL[policy], seed)
+    published = published_curves(ALLOC_FILE)[key]
+    published_frag = published_curves(FRAG_FILE).get(key, np.full_like(published, np.nan))
+    return RunCheck(out.workload, policy, seed, out.curve, published, out.frag_curve, published_frag,
+                    out.result.failed, out.result.wall_s)
 
 
 def _warm_up() -> None:
@@ -95,7 +108,8 @@ def run_calibration(workloads: Iterable[str], policies: Iterable[str] = POLICY_N
     workloads, policies, seeds = list(workloads), list(policies), list(seeds)
     for w in workloads:
         workload_inputs(w)  # fail fast on a bad name or file, before any worker starts
-    published = published_curves()
+    published = published_curves(ALLOC_FILE)
+    published_curves(FRAG_FILE)
     stems = {w: workload_inputs(w).name for w in workloads}
     missing = [(stems[w], p, s) for w in workloads for p in policies for s in seeds
                if (stems[w], PUBLISHED_LABEL[p], s) not in published]
@@ -138,18 +152,21 @@ def summarise(checks: list[RunCheck]) -> list[PolicySummary]:
             passed = exact == len(runs)
         else:
             passed = all(abs(ours_mean[x] - pub_mean[x]) <= RANDOM_TOLERANCE_PP + 1e-9 for x in CHECKPOINTS)
-        out.append(PolicySummary(workload, policy, len(runs), exact, ours_mean, pub_mean, max_diff, passed))
+        frag_exact = sum(r.frag_exact for r in runs)
+        out.append(PolicySummary(workload, policy, len(runs), exact, ours_mean, pub_mean, max_diff,
+                                 frag_exact, passed))
     return out
 
 
 def format_table(summaries: list[PolicySummary]) -> str:
     """A Markdown table: ours vs published seed-mean at the checkpoints, max |Δ|, exact k/n, gate."""
-    head = ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "gate"]
+    head = ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "frag exact", "gate"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summaries:
         cells = [s.workload.removeprefix("openb_pod_list_"), s.policy]
         cells += [f"{s.ours_mean[x]:.2f} / {s.published_mean[x]:.2f}" for x in CHECKPOINTS]
-        cells += [f"{s.max_abs_diff:.2f}", f"{s.exact_runs}/{s.seeds}", "pass" if s.passed else "FAIL"]
+        cells += [f"{s.max_abs_diff:.2f}", f"{s.exact_runs}/{s.seeds}",
+                  f"{s.frag_exact_runs}/{s.seeds}", "pass" if s.passed else "FAIL"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -159,19 +176,19 @@ def write_results(checks: list[RunCheck], summaries: list[PolicySummary], folder
     runs_path = folder / "calib_runs.csv"
     with atomic_write(runs_path) as fh:
         out = csv.writer(fh)
-        out.writerow(["workload", "policy", "seed", "exact", "max_abs_diff", "failed_pods", "wall_s"]
+        out.writerow(["workload", "policy", "seed", "exact", "frag_exact", "max_abs_diff", "failed_pods", "wall_s"]
                      + [f"ours_{x}" for x in CHECKPOINTS] + [f"published_{x}" for x in CHECKPOINTS])
         for c in checks:
-            out.writerow([c.workload, c.policy, c.seed, int(c.exact), f"{c.max_abs_diff:.4f}", c.failed_pods,
+            out.writerow([c.workload, c.policy, c.seed, int(c.exact), int(c.frag_exact), f"{c.max_abs_diff:.4f}", c.failed_pods,
                           f"{c.wall_s:.3f}"] + [f"{c.curve[x]:.2f}" for x in CHECKPOINTS]
                          + [f"{c.published[x]:.2f}" for x in CHECKPOINTS])
     summary_path = folder / "calib_summary.csv"
     with atomic_write(summary_path) as fh:
         out = csv.writer(fh)
-        out.writerow(["workload", "policy", "seeds", "exact_runs", "max_abs_diff", "passed"]
+        out.writerow(["workload", "policy", "seeds", "exact_runs", "frag_exact_runs", "max_abs_diff", "passed"]
                      + [f"ours_mean_{x}" for x in CHECKPOINTS] + [f"published_mean_{x}" for x in CHECKPOINTS])
         for s in summaries:
-            out.writerow([s.workload, s.policy, s.seeds, s.exact_runs, f"{s.max_abs_diff:.4f}", int(s.passed)]
+            out.writerow([s.workload, s.policy, s.seeds, s.exact_runs, s.frag_exact_runs, f"{s.max_abs_diff:.4f}", int(s.passed)]
                          + [f"{s.ours_mean[x]:.4f}" for x in CHECKPOINTS]
                          + [f"{s.published_mean[x]:.4f}" for x in CHECKPOINTS])
     md_path = folder / "calib_summary.md"

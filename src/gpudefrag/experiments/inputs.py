@@ -23,10 +23,11 @@ DEFAULT_WORKLOAD = "openb_pod_list_default"
 def pod_batch_from_table(table: PodTable) -> PodBatch:
     """Pods in file order; a shape the placement code does not support is an input error."""
     for i in range(len(table)):
-        why = check_pod_shape(int(table.cpu_milli[i]), int(table.memory_mib[i]),
-                              int(table.num_gpu[i]), int(table.gpu_milli[i]))
-        if why is not None:
-            raise InputError(table.source_path or "pod list", why, line=i + 2, column="num_gpu")
+        problem = check_pod_shape(int(table.cpu_milli[i]), int(table.memory_mib[i]),
+                                  int(table.num_gpu[i]), int(table.gpu_milli[i]))
+        if problem is not None:
+            column, why = problem
+            raise InputError(table.source_path or "pod list", why, line=i + 2, column=column)
     return PodBatch(
         names=table.names,
         cpu_milli=np.array(table.cpu_milli, dtype=np.int64),

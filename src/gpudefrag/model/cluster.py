@@ -14,6 +14,7 @@ GPU slots beyond a node's ``gpu_count`` hold 0 and are never used.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,17 @@ from gpudefrag.model.constants import GPU_MILLI_PER_GPU, MAX_GPUS_PER_NODE, MAX_
 from gpudefrag.model.gpu_models import mask_accepts
 from gpudefrag.model.pods import PodSpec
 
-_VERSIONS = itertools.count(1)
+_VERSION_STATE = {"pid": -1, "counter": itertools.count()}
+
+
+def _next_version() -> int:
+    """A node version unique across processes alive at the same time (pid in the high bits),
+    so a state moved to another process can never collide with a cache entry there."""
+    pid = os.getpid()
+    if _VERSION_STATE["pid"] != pid:
+        _VERSION_STATE["pid"] = pid
+        _VERSION_STATE["counter"] = itertools.count((pid << 40) + 1)
+    return next(_VERSION_STATE["counter"])
 
 AFFINITY_TAGS = MAX_GPUS_PER_NODE + 1
 """GpuClustering tags: 0 = ``share-gpu``; k = ``k-gpu`` (whole GPUs, k = 1..8)."""
@@ -38,11 +49,7 @@ def affinity_tag(pod: PodSpec) -> int:
 
 
 def _fresh_versions(n: int) -> np.ndarray:
-    start = next(_VERSIONS)
-    # Reserve a contiguous block so that versions stay unique across all states.
-    for _ in range(n - 1):
-        next(_VERSIONS)
-    return np.arange(start, start + n, dtype=np.int64)
+    return np.array([_next_version() for _ in range(n)], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ class ClusterState:
 
     # ----------------------------------------------------------------- changes
     def _touch(self, node: int) -> None:
-        self.version[node] = next(_VERSIONS)
+        self.version[node] = _next_version()
 
     def bind(self, placement: Placement) -> None:
         """Place a pod; raises :class:`PlacementError` (state unchanged) if it does not fit."""
@@ -144,11 +151,9 @@ class ClusterState:
     def unbind(self, placement: Placement) -> None:
         """Remove a bound pod; the exact inverse of :meth:`bind`."""
         pod, node = placement.pod, placement.node
-        if self.pod_count[node] < 1:
-            raise PlacementError(f"node {node} has no pod to unbind")
-        for g in placement.gpus:
-            if self.gpu_milli_left[node, g] + pod.gpu_milli > GPU_MILLI_PER_GPU:
-                raise PlacementError(f"unbind would exceed GPU {g} capacity on node {node}")
+        why = self._why_not_unbindable(node, pod, placement.gpus)
+        if why is not None:
+            raise PlacementError(f"cannot unbind {pod.name or 'pod'} from node {node}: {why}")
         self.cpu_milli_left[node] += pod.cpu_milli
         self.memory_mib_left[node] += pod.memory_mib
         self.pod_count[node] -= 1
@@ -159,6 +164,28 @@ class ClusterState:
             self.affinity[node, tag] -= 1
         self.used_gpu_milli -= pod.gpu_milli * len(placement.gpus)
         self._touch(node)
+
+    def _why_not_unbindable(self, node: int, pod: PodSpec, gpus: tuple[int, ...]) -> str | None:
+        """Why removing ``pod`` (on ``gpus``) from ``node`` cannot be the inverse of a bind."""
+        if not 0 <= node < self.num_nodes:
+            return f"node index {node} out of range"
+        if self.pod_count[node] < 1:
+            return "the node has no pod"
+        if self.cpu_milli_left[node] + pod.cpu_milli > self.cpu_capacity_milli[node]:
+            return "CPU would exceed capacity"
+        if self.memory_mib_left[node] + pod.memory_mib > self.memory_capacity_mib[node]:
+            return "memory would exceed capacity"
+        if len(gpus) != (pod.num_gpu if pod.gpu_milli > 0 else 0) or len(set(gpus)) != len(gpus):
+            return "GPU indices do not match the pod"
+        for g in gpus:
+            if not 0 <= g < self.gpu_count[node]:
+                return f"GPU index {g} out of range"
+            if self.gpu_milli_left[node, g] + pod.gpu_milli > GPU_MILLI_PER_GPU:
+                return f"GPU {g} would exceed capacity"
+        tag = affinity_tag(pod)
+        if tag >= 0 and self.affinity[node, tag] < 1:
+            return "no pod of this GPU shape is on the node"
+        return None
 
     def copy(self) -> ClusterState:
         """A what-if copy: static arrays shared, dynamic arrays copied (versions kept)."""

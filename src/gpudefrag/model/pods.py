@@ -51,20 +51,23 @@ class PodSpec:
         return (self.cpu_milli, self.gpu_milli, self.num_gpu, self.gpu_model_mask)
 
 
-def check_pod_shape(cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int) -> str | None:
-    """Return why a request is not a supported shape, or ``None`` when it is."""
-    if cpu_milli < 0 or memory_mib < 0 or num_gpu < 0 or gpu_milli < 0:
-        return "resources must be non-negative"
+def check_pod_shape(cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int
+                    ) -> tuple[str, str] | None:
+    """``(column, reason)`` when a request is not a supported shape, ``None`` when it is."""
+    for column, value in (("cpu_milli", cpu_milli), ("memory_mib", memory_mib), ("num_gpu", num_gpu),
+                          ("gpu_milli", gpu_milli)):
+        if value < 0:
+            return column, f"{column} must be non-negative, got {value}"
     if num_gpu > MAX_GPUS_PER_NODE:
-        return f"num_gpu {num_gpu} exceeds {MAX_GPUS_PER_NODE} GPUs per node"
+        return "num_gpu", f"num_gpu {num_gpu} exceeds {MAX_GPUS_PER_NODE} GPUs per node"
     if num_gpu == 0 and gpu_milli != 0:
-        return "a CPU-only pod (num_gpu 0) must have gpu_milli 0"
+        return "gpu_milli", "a CPU-only pod (num_gpu 0) must have gpu_milli 0"
     if num_gpu > 0 and gpu_milli == 0:
-        return "a GPU pod must ask for gpu_milli > 0"
+        return "gpu_milli", "a GPU pod must ask for gpu_milli > 0"
     if gpu_milli > GPU_MILLI_PER_GPU:
-        return f"gpu_milli {gpu_milli} exceeds one GPU ({GPU_MILLI_PER_GPU})"
+        return "gpu_milli", f"gpu_milli {gpu_milli} exceeds one GPU ({GPU_MILLI_PER_GPU})"
     if num_gpu > 1 and gpu_milli != GPU_MILLI_PER_GPU:
-        return "a multi-GPU pod must ask for whole GPUs (gpu_milli 1000)"
+        return "gpu_milli", "a multi-GPU pod must ask for whole GPUs (gpu_milli 1000)"
     return None
 
 

@@ -1,0 +1,80 @@
+"""The batch objective and its exact evaluation on a state.
+
+Lexicographic, best first: (1) placed GPU milli, maximised; (2) placed pods, maximised
+(so CPU-only pods are not dropped for free); (3) total fragmentation of the touched nodes
+after placement, minimised (FGD's F against the typical pods, milli-GPU).
+
+:func:`evaluate_plan` replays a plan on a copy of the state, checking every placement, and
+returns the exact objective; it is the referee for both the solver's and FGD's answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpudefrag.frag.kernels import node_frag_milli
+from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.model.cluster import ClusterState, Placement
+
+FRAG_EPS_MILLI = 1e-6
+"""Fragmentation differences below this are ties (float noise, not a real improvement)."""
+
+
+@dataclass(frozen=True, order=False)
+class Objective:
+    """Placed GPU milli, placed pods, total fragmentation of touched nodes (milli-GPU)."""
+
+    gpu_milli: int
+    pods: int
+    frag_milli: float
+
+    def better_than(self, other: Objective) -> bool:
+        """Strictly better in the lexicographic order (fragmentation within ``FRAG_EPS_MILLI`` ties)."""
+        if self.gpu_milli != other.gpu_milli:
+            return self.gpu_milli > other.gpu_milli
+        if self.pods != other.pods:
+            return self.pods > other.pods
+        return self.frag_milli < other.frag_milli - FRAG_EPS_MILLI
+
+    def at_least(self, other: Objective) -> bool:
+        """Not worse than ``other``."""
+        return not other.better_than(self)
+
+
+def tp_args(typical: TypicalPods) -> tuple:
+    return (typical.cpu_milli, typical.gpu_milli, typical.num_gpu, typical.gpu_model_mask, typical.freq)
+
+
+def node_frag(state: ClusterState, node: int, typical_args: tuple) -> float:
+    """F(node) on ``state`` (milli-GPU)."""
+    return float(node_frag_milli(state.cpu_milli_left[node], state.gpu_milli_left[node],
+                                 state.gpu_count[node], state.model_id[node], *typical_args))
+
+
+class PlanError(ValueError):
+    """A plan that cannot be applied: names the pod and the reason."""
+
+
+def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPods,
+                  nodes: set[int] | None = None) -> Objective:
+    """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
+
+    Fragmentation is summed over ``nodes`` (default: the nodes the plan touches), so two plans for
+    the same batch are compared on the union of the nodes either touches.
+    """
+    work = state.copy()
+    seen: set[str] = set()
+    for p in plan:
+        key = p.pod.name
+        if key in seen:
+            raise PlanError(f"pod {key!r} placed twice")
+        seen.add(key)
+        why = work.why_not_fits(p.node, p.pod, p.gpus)
+        if why is not None:
+            raise PlanError(f"pod {key!r} on node {p.node}: {why}")
+        work.bind(p)
+    touched = {p.node for p in plan} if nodes is None else nodes
+    args = tp_args(typical)
+    frag = sum(node_frag(work, n, args) for n in sorted(touched))
+    return Objective(gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan),
+                     frag_milli=frag)

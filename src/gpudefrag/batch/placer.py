@@ -1,0 +1,248 @@
+"""The batch placer: FGD's sequential answer as the hint, patterns, CP-SAT, validation.
+
+For a batch of pending pods on a state:
+
+1. **Hint.** Place the batch with FGD one pod at a time on a copy: FGD's answer.
+2. **Candidates.** Per pod, the top ``candidates_per_pod`` nodes by FGD score on the batch's
+   starting state (ties by tie rank), plus the node FGD's answer used.
+3. **Patterns.** Per candidate node, the subsets of the pods that list it that fit together
+   (exact GPU assignment, exact fragmentation afterwards), plus FGD's own subset on that node.
+4. **Solve.** CP-SAT set packing (see :mod:`gpudefrag.batch.cpsat`), FGD's patterns as the hint.
+5. **Trust nothing.** Replay the solver's plan on a copy (:func:`evaluate_plan`); keep it only
+   if it is valid and strictly better than FGD's plan under the exact objective, compared on
+   the union of the nodes either plan touches.  Otherwise FGD's plan stands and the reason is
+   counted: ``timeout`` (no solution in the budget), ``error``, ``infeasible``, ``invalid``
+   (the replay failed), or ``not_better``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpudefrag.batch.cpsat import solve_patterns
+from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
+from gpudefrag.batch.patterns import NodeView, Pattern, enumerate_patterns
+from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies.fgd import FgdPolicy
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Knobs of the batch placer.
+
+    ``time_limit_s`` is the wall-clock budget per batch.  With ``deterministic`` set, the solver
+    runs with a fixed seed and worker count and stops on ``deterministic_time`` (CP-SAT's
+    machine-independent work units), so a rerun is bit for bit identical; the wall-clock budget
+    then only guards against a stuck solve (a batch cut by it is counted in ``wall_limited``).
+    """
+
+    time_limit_s: float = 0.5
+    deterministic_time: float = 0.01
+    candidates_per_pod: int = 8
+    max_pattern_size: int = 4
+    max_patterns_per_node: int = 48
+    deterministic: bool = True
+    seed: int = 0
+    workers: int = 1
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    """One batch's solver statistics (for the per-batch trace)."""
+
+    size: int
+    patterns: int
+    variables: int
+    constraints: int
+    status: str
+    source: str
+    fallback: str
+    solver_objective: int | None
+    hint_objective: int
+    fgd_gpu_milli: int
+    chosen_gpu_milli: int
+    fgd_frag_milli: float
+    chosen_frag_milli: float
+    solve_wall_s: float
+    deterministic_s: float
+    total_wall_s: float
+    wall_limited: bool
+
+
+@dataclass
+class BatchResult:
+    """The placements to bind (in batch order) and the statistics of the decision."""
+
+    placements: list[Placement | None]
+    stats: BatchStats
+
+
+@dataclass
+class BatchPlacer:
+    """Decides a batch jointly; never returns a plan worse than FGD's under the exact objective."""
+
+    typical: TypicalPods
+    config: SolverConfig = field(default_factory=SolverConfig)
+
+    def __post_init__(self) -> None:
+        self.fgd = FgdPolicy(self.typical)
+        self._tp = tp_args(self.typical)
+        self.fallbacks: Counter[str] = Counter()
+
+    # --------------------------------------------------------------------- steps
+    def fgd_plan(self, state: ClusterState, pods: list[PodSpec]) -> list[Placement | None]:
+        """FGD's sequential answer for the batch (on a copy; ``state`` is untouched)."""
+        work = state.copy()
+        plan: list[Placement | None] = []
+        for pod in pods:
+            p = self.fgd.select(work, pod)
+            if p is not None:
+                work.bind(p)
+            plan.append(p)
+        return plan
+
+    def candidates(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
+                   ) -> dict[int, list[int]]:
+        """``{node: [pod indices]}``: pods whose top-K FGD nodes (or hint node) include the node,
+        each list ordered by how highly the pod ranks the node."""
+        k = self.config.candidates_per_pod
+        prefs: dict[int, list[tuple[int, int]]] = {}
+        for i, pod in enumerate(pods):
+            scores = self.fgd.score_nodes(state, pod)
+            feasible = np.flatnonzero(scores >= 0)
+            if feasible.size:
+                order = np.lexsort((state.tie_rank[feasible], -scores[feasible]))
+                top = [int(n) for n in feasible[order[:k]]]
+            else:
+                top = []
+            if hint[i] is not None and hint[i].node not in top:
+                top.append(hint[i].node)
+            for rank, n in enumerate(top):
+                prefs.setdefault(n, []).append((rank, i))
+        return {n: [i for _, i in sorted(lst)] for n, lst in prefs.items()}
+
+    def _view(self, state: ClusterState, node: int) -> NodeView:
+        count = int(state.gpu_count[node])
+        return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
+                        int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
+                        int(state.model_id[node]))
+
+    def patterns(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
+                 ) -> tuple[list[Pattern], list[int]]:
+        """All patterns, and the indices of those that make up FGD's answer."""
+        cfg = self.config
+        out: list[Pattern] = []
+        index: dict[tuple[int, tuple[int, ...]], int] = {}
+        hint_nodes: dict[int, list[int]] = {}
+        for i, p in enumerate(hint):
+            if p is not None:
+                hint_nodes.setdefault(p.node, []).append(i)
+        for node, cands in sorted(self.candidates(state, pods, hint).items()):
+            base = self._view(state, node)
+            before = node_frag(state, node, self._tp)
+            for pat in enumerate_patterns(node, base, before, pods, cands, self._tp,
+                                          cfg.max_pattern_size, cfg.max_patterns_per_node):
+                index.setdefault((node, pat.members), len(out))
+                if index[(node, pat.members)] == len(out):
+                    out.append(pat)
+        hint_idx: list[int] = []
+        for node, members in hint_nodes.items():
+            members_t = tuple(members)
+            pat = self._hint_pattern(state, node, members_t, hint, pods)
+            key = (node, members_t)
+            if key in index and out[index[key]].gpus == pat.gpus:
+                hint_idx.append(index[key])
+            else:
+                out.append(pat)
+                hint_idx.append(len(out) - 1)
+        return out, hint_idx
+
+    def _hint_pattern(self, state: ClusterState, node: int, members: tuple[int, ...],
+                      hint: list[Placement | None], pods: list[PodSpec]) -> Pattern:
+        """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern."""
+        work = state.copy()
+        for i in members:
+            work.bind(hint[i])
+        gpus = tuple(hint[i].gpus for i in members)
+        return Pattern(node, members, gpus, sum(pods[i].total_gpu_milli for i in members),
+                       node_frag(work, node, self._tp), node_frag(state, node, self._tp))
+
+    # --------------------------------------------------------------------- decide
+    def place(self, state: ClusterState, pods: list[PodSpec]) -> BatchResult:
+        """Decide the batch on ``state`` (not mutated)."""
+        started = time.perf_counter()
+        hint = self.fgd_plan(state, pods)
+        fgd_list = [p for p in hint if p is not None]
+        patterns, hint_idx = self.patterns(state, pods, hint)
+        outcome = None
+        fallback = ""
+        chosen_plan: list[Placement | None] = hint
+        try:
+            outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
+                                     self.config.deterministic_time if self.config.deterministic else None,
+                                     self.config.seed, self.config.workers)
+        except Exception as exc:  # a solver crash must never stop a run: fall back and count it
+            fallback = "error"
+            self._last_error = repr(exc)
+        solver_plan: list[Placement | None] | None = None
+        if outcome is not None:
+            if outcome.status == "unknown":
+                fallback = "timeout"
+            elif outcome.status in ("infeasible", "model_invalid"):
+                fallback = "infeasible" if outcome.status == "infeasible" else "error"
+            else:
+                try:
+                    solver_plan = self._decode(patterns, outcome.chosen, pods)
+                except PlanError:
+                    fallback = "invalid"
+        nodes = {p.node for p in fgd_list}
+        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None)
+        chosen_obj = fgd_obj
+        if solver_plan is not None:
+            solver_list = [p for p in solver_plan if p is not None]
+            union = nodes | {p.node for p in solver_list}
+            try:
+                solver_obj = evaluate_plan(state, solver_list, self.typical, union)
+                fgd_obj = evaluate_plan(state, fgd_list, self.typical, union)
+            except PlanError:
+                fallback = "invalid"
+            else:
+                if solver_obj.better_than(fgd_obj):
+                    chosen_plan, chosen_obj = solver_plan, solver_obj
+                else:
+                    fallback = "not_better"
+                    chosen_obj = fgd_obj
+        if fallback:
+            self.fallbacks[fallback] += 1
+        stats = BatchStats(
+            size=len(pods), patterns=len(patterns),
+            variables=outcome.variables if outcome else len(patterns),
+            constraints=outcome.constraints if outcome else 0,
+            status=outcome.status if outcome else "error",
+            source="fgd" if chosen_plan is hint else "solver", fallback=fallback,
+            solver_objective=outcome.objective if outcome else None,
+            hint_objective=outcome.hint_objective if outcome else 0,
+            fgd_gpu_milli=fgd_obj.gpu_milli, chosen_gpu_milli=chosen_obj.gpu_milli,
+            fgd_frag_milli=fgd_obj.frag_milli, chosen_frag_milli=chosen_obj.frag_milli,
+            solve_wall_s=outcome.wall_s if outcome else 0.0,
+            deterministic_s=outcome.deterministic_s if outcome else 0.0,
+            total_wall_s=time.perf_counter() - started,
+            wall_limited=bool(outcome and outcome.wall_limited))
+        return BatchResult(chosen_plan, stats)
+
+    @staticmethod
+    def _decode(patterns: list[Pattern], chosen: list[int], pods: list[PodSpec]) -> list[Placement | None]:
+        plan: list[Placement | None] = [None] * len(pods)
+        for idx in chosen:
+            pat = patterns[idx]
+            for member, gpus in zip(pat.members, pat.gpus):
+                if plan[member] is not None:
+                    raise PlanError(f"pod {member} in two chosen patterns")
+                plan[member] = Placement(pat.node, gpus, pods[member])
+        return plan

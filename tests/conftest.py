@@ -1,0 +1,197 @@
+"""Shared fixtures: the dataset mirror, the default workload inputs, small synthetic clusters.
+
+The mirror is ``$GPUDEFRAG_MIRROR`` if set, else ``<repo>/../shared/data``.  When the variable is
+unset and that folder exists, it is exported at import time so that every test (and every
+subprocess a test starts) resolves registered files from it.
+
+Synthetic-cluster helpers are exposed through the session fixture ``gen`` (a namespace of
+hypothesis strategies and plain helper functions), so that test modules need not import this
+file: use ``@given(data=st.data())`` and ``data.draw(gen.clusters())``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
+from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS, gpu_model_mask, model_id
+from gpudefrag.model.pods import PodSpec, pod_batch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MIRROR_ENV = "GPUDEFRAG_MIRROR"
+FALLBACK_MIRROR = Path(__file__).parents[1] / ".." / "shared" / "data"
+
+
+def _mirror_path() -> Path:
+    env = os.environ.get(MIRROR_ENV, "").strip()
+    return Path(env).expanduser() if env else FALLBACK_MIRROR.resolve()
+
+
+if not os.environ.get(MIRROR_ENV, "").strip() and FALLBACK_MIRROR.resolve().is_dir():
+    os.environ[MIRROR_ENV] = str(FALLBACK_MIRROR.resolve())
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    """The dataset mirror folder (skips the test when it does not exist)."""
+    path = _mirror_path()
+    if not path.is_dir() or not (path / "openb").is_dir():
+        pytest.skip(f"dataset mirror not available ({path}); set {MIRROR_ENV}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def default_inputs(mirror):
+    """``workload_inputs('openb_pod_list_default')``: original pods, typical pods, GPU nodes."""
+    from gpudefrag.experiments.inputs import workload_inputs
+
+    return workload_inputs("openb_pod_list_default")
+
+
+# ------------------------------------------------------------------------------ synthetic clusters
+# Node shapes resembling the openb GPU-node list (model, GPUs, CPU milli, memory MiB), plus
+# GPU-less nodes (model id 0, as ``cluster_from_nodes`` gives them).
+NODE_SHAPES = (
+    ("G2", 8, 96000, 393216),
+    ("T4", 2, 104000, 524288),
+    ("P100", 2, 16000, 122880),
+    ("G3", 8, 128000, 786432),
+    ("V100M16", 4, 32000, 131072),
+    ("V100M32", 8, 96000, 786432),
+    ("V100M16", 1, 8000, 32768),
+    ("T4", 4, 96000, 393216),
+    ("V100M32", 4, 48000, 376832),
+    ("P100", 1, 8000, 61440),
+    ("A10", 1, 128000, 1048576),
+    ("", 0, 64000, 262144),
+)
+
+
+def build_cluster(nodes, tie_rank=None) -> ClusterState:
+    """A fresh cluster from ``[(model or '', gpu_count, cpu_milli, memory_mib), ...]``."""
+    names = [f"node-{i:02d}" for i in range(len(nodes))]
+    models = np.array([model_id(m) if m else 0 for m, *_ in nodes], dtype=np.int64)
+    gpus = np.array([n[1] for n in nodes], dtype=np.int64)
+    cpu = np.array([n[2] for n in nodes], dtype=np.int64)
+    mem = np.array([n[3] for n in nodes], dtype=np.int64)
+    return ClusterState(names, models, gpus, cpu, mem, tie_rank)
+
+
+def single_node(model: str, gpu_count: int, cpu_milli: int, memory_mib: int = 1 << 20) -> ClusterState:
+    return build_cluster([(model, gpu_count, cpu_milli, memory_mib)])
+
+
+def fitting_placements(state: ClusterState, pod: PodSpec, node: int) -> list[tuple[int, ...]]:
+    """Some GPU tuples that fit ``pod`` on ``node`` (not only the canonical ones)."""
+    if pod.gpu_milli <= 0:
+        return [()] if state.why_not_fits(node, pod, ()) is None else []
+    count = int(state.gpu_count[node])
+    ok = [g for g in range(count) if state.gpu_milli_left[node, g] >= pod.gpu_milli]
+    if len(ok) < pod.num_gpu:
+        return []
+    if pod.num_gpu == 1:
+        cands = [(g,) for g in ok]
+    else:
+        cands = [tuple(ok[:pod.num_gpu]), tuple(ok[-pod.num_gpu:])]
+    return [c for c in cands if state.why_not_fits(node, pod, c) is None]
+
+
+def random_fill(state: ClusterState, pods, seed: int) -> list[Placement]:
+    """Bind each pod on a random node/GPU choice that fits (scattered, not policy-like)."""
+    rng = random.Random(seed)
+    placed = []
+    for pod in pods:
+        options = [(n, g) for n in range(state.num_nodes) for g in fitting_placements(state, pod, n)]
+        if not options:
+            continue
+        node, gpus = rng.choice(options)
+        p = Placement(node, gpus, pod)
+        state.bind(p)
+        placed.append(p)
+    return placed
+
+
+# ------------------------------------------------------------------------------ strategies
+CPU_CHOICES = (1000, 2000, 3152, 4000, 6000, 8000, 11300, 12500, 16000, 32000, 64000, 96000)
+MEM_CHOICES = (0, 1024, 4096, 16384, 65536, 200000)
+SHARE_MILLI = (50, 100, 160, 250, 300, 470, 500, 650, 810, 999)
+CONSTRAINTS = ("", "V100M32", "V100M16|V100M32", "G2", "T4|P100", "A10|G3")
+
+
+@st.composite
+def node_specs(draw):
+    model, gpus, cpu, mem = draw(st.sampled_from(NODE_SHAPES))
+    if draw(st.booleans()):  # vary the shape beyond the openb list
+        gpus = draw(st.sampled_from((0, 1, 2, 4, 8)))
+        model = "" if gpus == 0 else draw(st.sampled_from(KNOWN_GPU_MODELS))
+        cpu = draw(st.sampled_from((8000, 16000, 32000, 64000, 96000, 128000)))
+    return (model, gpus, cpu, mem)
+
+
+@st.composite
+def pods(draw, kinds=("cpu", "share", "whole", "multi")):
+    """A supported pod shape: CPU-only, sharing, one whole GPU, or 2/4/8 whole GPUs, maybe
+    constrained to GPU models."""
+    kind = draw(st.sampled_from(kinds))
+    cpu = draw(st.sampled_from(CPU_CHOICES))
+    mem = draw(st.sampled_from(MEM_CHOICES))
+    if kind == "cpu":
+        return PodSpec(cpu, mem)
+    mask = gpu_model_mask(draw(st.sampled_from(CONSTRAINTS)))
+    if kind == "share":
+        return PodSpec(cpu, mem, 1, draw(st.sampled_from(SHARE_MILLI)), mask)
+    if kind == "whole":
+        return PodSpec(cpu, mem, 1, GPU_MILLI_PER_GPU, mask)
+    return PodSpec(cpu, mem, draw(st.sampled_from((2, 4, 8))), GPU_MILLI_PER_GPU, mask)
+
+
+@st.composite
+def clusters(draw, min_nodes=1, max_nodes=12, max_prior=25):
+    """A small cluster with a random tie-break permutation, partly filled by random binds."""
+    nodes = draw(st.lists(node_specs(), min_size=min_nodes, max_size=max_nodes))
+    rank = draw(st.permutations(range(len(nodes))))
+    state = build_cluster(nodes, np.array(rank, dtype=np.int64))
+    prior = draw(st.lists(pods(), max_size=max_prior))
+    random_fill(state, prior, draw(st.integers(0, 2**16)))
+    return state
+
+
+def synthetic_typical():
+    """Typical pods of a small hand-made trace: sharing, whole, multi-GPU, CPU-only and a
+    model-constrained shape (so FGD sees ``no_access`` too)."""
+    from gpudefrag.frag.typical import typical_pods
+
+    shapes = ([(3152, 0, 1, 810, "")] * 9 + [(11300, 0, 1, 1000, "")] * 7 + [(12500, 0, 0, 0, "")] * 5
+              + [(4000, 0, 1, 160, "")] * 4 + [(8000, 0, 1, 470, "V100M32")] * 3
+              + [(88000, 0, 8, 1000, "")] * 2 + [(32000, 0, 2, 1000, "")] * 2 + [(2000, 0, 0, 0, "")])
+    specs = [PodSpec(c, m, n, g, gpu_model_mask(s), f"t-{i}") for i, (c, m, n, g, s) in enumerate(shapes)]
+    return typical_pods(pod_batch(specs, [s[4] for s in shapes]))
+
+
+@pytest.fixture(scope="session")
+def typical_small():
+    return synthetic_typical()
+
+
+@pytest.fixture(scope="session")
+def gen():
+    """Strategies and helpers for synthetic clusters (see the module docstring)."""
+    return SimpleNamespace(
+        clusters=clusters, pods=pods, node_specs=node_specs, build_cluster=build_cluster,
+        single_node=single_node, random_fill=random_fill, fitting_placements=fitting_placements,
+        NODE_SHAPES=NODE_SHAPES, ANY=ANY_GPU_MODEL,
+    )
+
+
+@pytest.fixture(scope="session")
+def cluster_builder():
+    """``build(nodes, tie_rank=None)``: a fresh ClusterState from node tuples."""
+    return build_cluster
