@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ortools.sat.python import cp_model
 
 from gpudefrag.batch.patterns import Pattern
@@ -44,9 +46,12 @@ class SolveOutcome:
     wall_limited: bool = False
 
 
-def weights(batch_size: int) -> tuple[int, int]:
-    """(W_GPU, W_POD) making the objective lexicographic for a batch of ``batch_size`` pods."""
-    frag_bound = batch_size * MAX_NODE_FRAG_MILLI * FRAG_SCALE
+def weights(batch_size: int, max_abs_delta_milli: float = MAX_NODE_FRAG_MILLI) -> tuple[int, int]:
+    """(W_GPU, W_POD) making the objective lexicographic for a batch of ``batch_size`` pods whose
+    patterns change fragmentation by at most ``max_abs_delta_milli`` each (at most one chosen
+    pattern per pod, so at most ``batch_size`` non-empty patterns count)."""
+    per_pattern = int(np.ceil(max(max_abs_delta_milli, MAX_NODE_FRAG_MILLI) * FRAG_SCALE)) + 1
+    frag_bound = batch_size * per_pattern
     w_pod = 2 * frag_bound + 1
     w_gpu = w_pod * (batch_size + 1) + 2 * frag_bound + 1
     return w_gpu, w_pod
@@ -64,7 +69,7 @@ def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], ti
     ``time_limit_s`` always bounds the wall clock.
     """
     started = time.perf_counter()
-    w_gpu, w_pod = weights(batch_size)
+    w_gpu, w_pod = weights(batch_size, max((abs(p.frag_delta_milli) for p in patterns), default=0.0))
     model = cp_model.CpModel()
     # use[p]: pattern p is chosen.
     use = [model.new_bool_var(f"use_{i}") for i in range(len(patterns))]

@@ -56,25 +56,30 @@ class PlanError(ValueError):
 
 
 def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPods,
-                  nodes: set[int] | None = None) -> Objective:
+                  nodes: set[int] | None = None, idle_node_penalty_milli: float = 0.0) -> Objective:
     """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
+
+    ``idle_node_penalty_milli`` is added for every node the plan opens (a node with no pod before).
+    Pods are identified by object identity (the batch's ``PodSpec`` objects), so a plan that
+    places one pod twice is rejected even when pods share a name.
 
     Fragmentation is summed over ``nodes`` (default: the nodes the plan touches), so two plans for
     the same batch are compared on the union of the nodes either touches.
     """
     work = state.copy()
-    seen: set[str] = set()
+    seen: set[int] = set()
     for p in plan:
-        key = p.pod.name
-        if key in seen:
-            raise PlanError(f"pod {key!r} placed twice")
-        seen.add(key)
+        if id(p.pod) in seen:
+            raise PlanError(f"pod {p.pod.name!r} placed twice")
+        seen.add(id(p.pod))
         why = work.why_not_fits(p.node, p.pod, p.gpus)
         if why is not None:
-            raise PlanError(f"pod {key!r} on node {p.node}: {why}")
+            raise PlanError(f"pod {p.pod.name!r} on node {p.node}: {why}")
         work.bind(p)
     touched = {p.node for p in plan} if nodes is None else nodes
     args = tp_args(typical)
     frag = sum(node_frag(work, n, args) for n in sorted(touched))
+    if idle_node_penalty_milli:
+        frag += idle_node_penalty_milli * len({p.node for p in plan if state.pod_count[p.node] == 0})
     return Objective(gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan),
                      frag_milli=frag)

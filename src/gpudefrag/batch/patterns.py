@@ -94,11 +94,13 @@ def assign_subset(base: NodeView, pods: list[PodSpec], members: tuple[int, ...]
 
 
 def enumerate_patterns(node: int, base: NodeView, frag_before: float, pods: list[PodSpec],
-                       candidates: list[int], typical_args: tuple, max_size: int, max_patterns: int
-                       ) -> list[Pattern]:
+                       candidates: list[int], typical_args: tuple, max_size: int, max_patterns: int,
+                       prune: bool = True) -> list[Pattern]:
     """Non-empty subsets of ``candidates`` (in the given priority order) that fit on ``node``.
 
-    Depth-first: a subset is extended only if it fits (resources only shrink as pods are added).
+    Depth-first.  With ``prune``, a subset that does not fit is not extended (adding pods only
+    consumes more; the greedy GPU assignment could in rare cases fit a superset anyway, so
+    ``prune=False`` enumerates every subset, for exhaustive checks on small instances).
     At most ``max_size`` pods per pattern and ``max_patterns`` patterns per node.
     """
     out: list[Pattern] = []
@@ -116,6 +118,8 @@ def enumerate_patterns(node: int, base: NodeView, frag_before: float, pods: list
             subset = members + (candidates[j],)
             assigned = assign_subset(base, pods, subset)
             if assigned is None:
+                if not prune and len(subset) < max_size:
+                    visit(j + 1, subset)
                 continue
             view, gpus = assigned
             ordered = tuple(sorted(subset))

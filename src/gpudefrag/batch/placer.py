@@ -26,7 +26,7 @@ import numpy as np
 from gpudefrag.batch.cpsat import solve_patterns
 from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
 from gpudefrag.batch.patterns import NodeView, Pattern, enumerate_patterns
-from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.frag.typical import TypicalPods, gpu_weighted
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.fgd import FgdPolicy
@@ -47,6 +47,12 @@ class SolverConfig:
     candidates_per_pod: int = 8
     max_pattern_size: int = 4
     max_patterns_per_node: int = 48
+    prune_infeasible: bool = True
+    frag_weighting: str = "count"
+    """``count``: FGD's fragmentation (typical pods weighted by count); ``gpu``: weighted by count x
+    GPU size, so fragmentation that strands large jobs weighs more."""
+    idle_node_penalty_milli: float = 0.0
+    """Added to the fragmentation of a plan for every idle node it opens (milli-GPU)."""
     deterministic: bool = True
     seed: int = 0
     workers: int = 1
@@ -92,7 +98,10 @@ class BatchPlacer:
 
     def __post_init__(self) -> None:
         self.fgd = FgdPolicy(self.typical)
-        self._tp = tp_args(self.typical)
+        if self.config.frag_weighting not in ("count", "gpu"):
+            raise ValueError(f"frag_weighting must be 'count' or 'gpu', not {self.config.frag_weighting!r}")
+        self.objective_typical = gpu_weighted(self.typical) if self.config.frag_weighting == "gpu" else self.typical
+        self._tp = tp_args(self.objective_typical)
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
@@ -143,11 +152,14 @@ class BatchPlacer:
         for i, p in enumerate(hint):
             if p is not None:
                 hint_nodes.setdefault(p.node, []).append(i)
+        penalty = self.config.idle_node_penalty_milli
         for node, cands in sorted(self.candidates(state, pods, hint).items()):
             base = self._view(state, node)
-            before = node_frag(state, node, self._tp)
+            # Opening an idle node costs the penalty: charge it as fragmentation before nothing.
+            before = node_frag(state, node, self._tp) - (penalty if state.pod_count[node] == 0 else 0.0)
             for pat in enumerate_patterns(node, base, before, pods, cands, self._tp,
-                                          cfg.max_pattern_size, cfg.max_patterns_per_node):
+                                          cfg.max_pattern_size, cfg.max_patterns_per_node,
+                                          cfg.prune_infeasible):
                 index.setdefault((node, pat.members), len(out))
                 if index[(node, pat.members)] == len(out):
                     out.append(pat)
@@ -170,8 +182,9 @@ class BatchPlacer:
         for i in members:
             work.bind(hint[i])
         gpus = tuple(hint[i].gpus for i in members)
+        penalty = self.config.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0
         return Pattern(node, members, gpus, sum(pods[i].total_gpu_milli for i in members),
-                       node_frag(work, node, self._tp), node_frag(state, node, self._tp))
+                       node_frag(work, node, self._tp), node_frag(state, node, self._tp) - penalty)
 
     # --------------------------------------------------------------------- decide
     def place(self, state: ClusterState, pods: list[PodSpec]) -> BatchResult:
@@ -202,14 +215,15 @@ class BatchPlacer:
                 except PlanError:
                     fallback = "invalid"
         nodes = {p.node for p in fgd_list}
-        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None)
+        penalty = self.config.idle_node_penalty_milli
+        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, penalty)
         chosen_obj = fgd_obj
         if solver_plan is not None:
             solver_list = [p for p in solver_plan if p is not None]
             union = nodes | {p.node for p in solver_list}
             try:
-                solver_obj = evaluate_plan(state, solver_list, self.typical, union)
-                fgd_obj = evaluate_plan(state, fgd_list, self.typical, union)
+                solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, penalty)
+                fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, penalty)
             except PlanError:
                 fallback = "invalid"
             else:

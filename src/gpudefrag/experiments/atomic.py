@@ -18,6 +18,9 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[TextIO]:
     try:
         with os.fdopen(fd, mode, newline="" if "b" not in mode else None) as fh:
             yield fh
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; results are ordinary files
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -31,10 +31,6 @@ class RunOutput:
     prepared: PreparedRun
     node_names: tuple[str, ...]
 
-    @property
-    def total_gpus(self) -> int:
-        return len(self.curve)
-
 
 def run_experiment(workload: str = DEFAULT_WORKLOAD, policy: str = "fgd", seed: int = 42,
                    tune_ratio: float = DEFAULT_TUNE_RATIO, with_frag: bool = False,

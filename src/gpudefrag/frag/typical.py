@@ -71,3 +71,18 @@ def typical_pods(pods: PodBatch, threshold_percent: int = POPULARITY_THRESHOLD_P
         count=np.array([c for _, c in kept], dtype=np.int64),
         gpu_spec=tuple(k[3] for k, _ in kept),
     )
+
+
+def gpu_weighted(typical: TypicalPods) -> TypicalPods:
+    """The same classes with frequencies proportional to count x GPU size (``num_gpu * gpu_milli``).
+
+    Fragmentation measured against these counts a GPU that an 8-GPU class cannot use eight
+    times as much as one a single-GPU class cannot use; CPU-only classes weigh nothing.
+    """
+    size = (typical.num_gpu * typical.gpu_milli).astype(np.float64)
+    weight = typical.freq * size
+    total = weight.sum()
+    if total <= 0:
+        raise ValueError("no GPU class among the typical pods")
+    return TypicalPods(typical.cpu_milli, typical.gpu_milli, typical.num_gpu, typical.gpu_model_mask,
+                       weight / total, typical.count, typical.gpu_spec)

@@ -1,0 +1,1 @@
+"""Demand-driven defragmentation: detect a pod blocked by fragmentation, plan the cheapest moves."""

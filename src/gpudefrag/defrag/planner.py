@@ -1,0 +1,207 @@
+"""Plan the cheapest migrations that free room for a pod blocked by fragmentation.
+
+A pod is *blocked by fragmentation* when the cluster's free resources cover its request in
+total (CPU, memory, and GPU milli on nodes of an accepted model) but no single node can host it.
+
+For such a pod the planner searches exactly, per candidate node X:
+
+* which movable pods S on X to move out (at most ``max_moves``; never do-not-disrupt or gang
+  pods) so that the blocked pod fits on X once they are gone: a depth-first branch and bound
+  over X's pods in increasing cost order, pruning any partial set that already costs at least
+  the best plan found;
+* where each pod of S goes: another node with room for it *now* (a moved pod holds its source
+  and its target during the eviction grace period), found by an exhaustive depth-first search
+  over nodes with the canonical GPU choice (tightest GPU for sharing pods, lowest free GPUs for
+  whole-GPU pods).
+
+Cost = sum over S of ``gpus * (work lost since last checkpoint + restart_s)`` (GPU-seconds).
+Benefit = the blocked pod's GPUs times the time X would otherwise take to free itself (the
+longest remaining run time in S).  The plan is returned only if
+``benefit >= (1 + margin) * cost`` (hysteresis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpudefrag.batch.patterns import NodeView, place_on_view
+from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+from gpudefrag.model.gpu_models import mask_accepts
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies.filter import feasible_mask
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    max_moves: int = 4
+    restart_s: float = 60.0
+    margin: float = 0.5
+    destination_search_limit: int = 20_000
+    """Nodes visited by one destination search before it gives up (counts as "no destination")."""
+
+
+@dataclass(frozen=True)
+class PlannedMove:
+    pod_id: int
+    from_node: int
+    to_node: int
+    to_gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DefragPlan:
+    """Moves that free ``target_node`` for the blocked pod, with their cost and benefit."""
+
+    target_node: int
+    moves: tuple[PlannedMove, ...]
+    cost_gpu_s: float
+    benefit_gpu_s: float
+
+
+def _view(state: ClusterState, node: int) -> NodeView:
+    count = int(state.gpu_count[node])
+    return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
+                    int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
+                    int(state.model_id[node]))
+
+
+def _pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
+    return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+
+
+def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
+    """No node can host ``pod`` although the cluster's free resources cover it in total."""
+    feasible = feasible_mask(state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left,
+                             state.gpu_count, state.model_id, state.pod_count, *_pod_args(pod))
+    if feasible.any():
+        return False
+    if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
+        return False
+    if pod.gpu_milli <= 0:
+        return True
+    accepted = np.array([mask_accepts(pod.gpu_model_mask, int(m)) for m in state.model_id]) & (state.gpu_count > 0)
+    return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
+
+
+def _fits_after_removal(view: NodeView, removed: list[MovablePod], pod: PodSpec) -> bool:
+    """Would ``pod`` fit on the node once ``removed`` have left?"""
+    freed = NodeView(view.cpu_milli + sum(p.cpu_milli for p in removed),
+                     view.memory_mib + sum(p.memory_mib for p in removed),
+                     view.pods - len(removed), list(view.gpu_left), view.model)
+    for p in removed:
+        for g in p.gpus:
+            freed.gpu_left[g] += p.gpu_milli
+    return place_on_view(freed, pod) is not None
+
+
+def _as_spec(p: MovablePod) -> PodSpec:
+    return PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
+
+
+class DefragPlanner:
+    """Exact cheapest-migration search (see the module docstring)."""
+
+    def __init__(self, config: PlannerConfig | None = None) -> None:
+        self.config = config or PlannerConfig()
+
+    def candidate_nodes(self, state: ClusterState, pod: PodSpec) -> list[int]:
+        """Nodes whose capacity (not free space) can hold ``pod``."""
+        out = []
+        for n in range(state.num_nodes):
+            if state.cpu_capacity_milli[n] < pod.cpu_milli or state.memory_capacity_mib[n] < pod.memory_mib:
+                continue
+            if pod.gpu_milli > 0 and (state.gpu_count[n] < pod.num_gpu
+                                      or not mask_accepts(pod.gpu_model_mask, int(state.model_id[n]))):
+                continue
+            out.append(n)
+        return out
+
+    def destinations(self, state: ClusterState, moved: list[MovablePod], avoid: int
+                     ) -> list[tuple[int, tuple[int, ...]]] | None:
+        """Nodes (≠ ``avoid``) and GPUs for every moved pod at once, or ``None`` if there are none."""
+        order = sorted(range(len(moved)), key=lambda i: (-moved[i].num_gpu * moved[i].gpu_milli,
+                                                         -moved[i].cpu_milli, moved[i].pod_id))
+        views: dict[int, NodeView] = {}
+        chosen: list[tuple[int, tuple[int, ...]] | None] = [None] * len(moved)
+        budget = [self.config.destination_search_limit]
+        nodes = [n for n in range(state.num_nodes) if n != avoid]
+
+        def view_of(n: int) -> NodeView:
+            if n not in views:
+                views[n] = _view(state, n)
+            return views[n]
+
+        def assign(k: int) -> bool:
+            if k == len(order):
+                return True
+            i = order[k]
+            spec = _as_spec(moved[i])
+            for n in nodes:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return False
+                v = view_of(n)
+                trial = NodeView(v.cpu_milli, v.memory_mib, v.pods, list(v.gpu_left), v.model)
+                gpus = place_on_view(trial, spec)
+                if gpus is None:
+                    continue
+                views[n] = trial
+                chosen[i] = (n, gpus)
+                if assign(k + 1):
+                    return True
+                views[n] = v
+            return False
+
+        return [c for c in chosen] if assign(0) else None  # type: ignore[misc]
+
+    def plan(self, state: ClusterState, running: list[MovablePod], pod: PodSpec) -> DefragPlan | None:
+        """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``."""
+        cfg = self.config
+        by_node: dict[int, list[MovablePod]] = {}
+        for p in running:
+            if p.movable:
+                by_node.setdefault(p.node, []).append(p)
+        best: tuple[float, int, list[MovablePod], list] | None = None
+        for x in self.candidate_nodes(state, pod):
+            pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
+            costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
+            view = _view(state, x)
+            found = self._search_node(state, x, view, pods_x, costs, pod,
+                                      best[0] if best is not None else float("inf"))
+            if found is not None and (best is None or found[0] < best[0]):
+                best = (found[0], x, found[1], found[2])
+        if best is None:
+            return None
+        cost, x, moved, dest = best
+        benefit = pod.num_gpu * max(pod.gpu_milli, 0) / GPU_MILLI_PER_GPU * max(p.remaining_s for p in moved)
+        if benefit < (1.0 + cfg.margin) * cost:
+            return None
+        moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))
+        return DefragPlan(x, moves, cost, benefit)
+
+    def _search_node(self, state: ClusterState, x: int, view: NodeView, pods_x: list[MovablePod],
+                     costs: list[float], pod: PodSpec, bound: float):
+        """Cheapest non-empty subset of ``pods_x`` (≤ max_moves) freeing room on ``x`` and with
+        destinations elsewhere; (cost, subset, destinations) or ``None``."""
+        best: list = [bound, None, None]
+
+        def dfs(start: int, chosen: list[MovablePod], cost: float) -> None:
+            for j in range(start, len(pods_x)):
+                c = cost + costs[j]
+                if c >= best[0]:
+                    return  # costs ascend: every later pod costs at least as much
+                subset = chosen + [pods_x[j]]
+                if _fits_after_removal(view, subset, pod):
+                    dest = self.destinations(state, subset, x)
+                    if dest is not None:
+                        best[0], best[1], best[2] = c, subset, dest
+                    continue  # a superset of a fitting set only costs more
+                if len(subset) < self.config.max_moves:
+                    dfs(j + 1, subset, c)
+
+        dfs(0, [], 0.0)
+        return None if best[1] is None else (best[0], best[1], best[2])

@@ -1,0 +1,166 @@
+"""The defrag planner: budgets, protected pods, hysteresis, and optimality against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpudefrag.batch.patterns import NodeView, place_on_view
+from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
+from gpudefrag.defrag.planner import (DefragPlanner, PlannerConfig, _fits_after_removal, _view,
+                                      blocked_by_fragmentation)
+from gpudefrag.model.cluster import Placement
+from gpudefrag.model.pods import PodSpec
+
+
+def _running(state, placements, data) -> list[MovablePod]:
+    out = []
+    for i, p in enumerate(placements):
+        out.append(MovablePod(
+            pod_id=i, node=p.node, gpus=p.gpus, cpu_milli=p.pod.cpu_milli, memory_mib=p.pod.memory_mib,
+            num_gpu=p.pod.num_gpu, gpu_milli=p.pod.gpu_milli, gpu_model_mask=p.pod.gpu_model_mask,
+            run_time_s=data.draw(st.floats(0, 20_000)), remaining_s=data.draw(st.floats(1, 40_000)),
+            checkpoint_interval_s=data.draw(st.sampled_from([600.0, 1800.0, 3600.0])),
+            checkpoint_phase_s=data.draw(st.floats(0, 600)), movable=data.draw(st.booleans() | st.just(True))))
+    return out
+
+
+@st.composite
+def scenarios(draw, gen, max_nodes=4, max_pods=10):
+    state = draw(gen.clusters(min_nodes=2, max_nodes=max_nodes, max_prior=0))
+    prior = draw(st.lists(gen.pods(), max_size=max_pods))
+    placements = gen.random_fill(state, prior, draw(st.integers(0, 2**16)))
+    blocked = draw(gen.pods(kinds=("share", "whole", "multi")))
+    return state, placements, blocked
+
+
+def _brute_force_cost(state, running, pod, config) -> float | None:
+    """Min cost over every target node and every subset (<= max_moves) of its movable pods that
+    frees room, with a destination for each moved pod found by trying every node combination."""
+    best = None
+    for x in range(state.num_nodes):
+        on_x = [p for p in running if p.node == x and p.movable]
+        view = _view(state, x)
+        for size in range(1, config.max_moves + 1):
+            for subset in itertools.combinations(on_x, size):
+                if not _fits_after_removal(view, list(subset), pod):
+                    continue
+                if not _has_destinations(state, list(subset), x):
+                    continue
+                cost = sum(move_cost_gpu_s(p, config.restart_s) for p in subset)
+                best = cost if best is None else min(best, cost)
+    return best
+
+
+def _has_destinations(state, moved, avoid) -> bool:
+    order = sorted(moved, key=lambda p: (-p.num_gpu * p.gpu_milli, -p.cpu_milli, p.pod_id))
+    others = [n for n in range(state.num_nodes) if n != avoid]
+    for combo in itertools.product(others, repeat=len(order)):
+        views = {n: _view(state, n) for n in set(combo)}
+        ok = True
+        for p, n in zip(order, combo):
+            if place_on_view(views[n], PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli,
+                                               p.gpu_model_mask)) is None:
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), max_moves=st.integers(1, 3))
+def test_planner_is_optimal_against_brute_force(data, gen, max_moves):
+    state, placements, pod = data.draw(scenarios(gen))
+    running = _running(state, placements, data)
+    config = PlannerConfig(max_moves=max_moves, restart_s=60.0, margin=-1.0)  # no hysteresis
+    plan = DefragPlanner(config).plan(state, running, pod)
+    expected = _brute_force_cost(state, running, pod, config)
+    if expected is None:
+        assert plan is None
+    else:
+        assert plan is not None
+        assert plan.cost_gpu_s == pytest.approx(expected, rel=1e-12, abs=1e-9)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), max_moves=st.integers(1, 4), margin=st.floats(0.0, 3.0))
+def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves, margin):
+    state, placements, pod = data.draw(scenarios(gen, max_nodes=6, max_pods=16))
+    running = _running(state, placements, data)
+    by_id = {p.pod_id: p for p in running}
+    config = PlannerConfig(max_moves=max_moves, restart_s=data.draw(st.sampled_from([60.0, 300.0, 900.0])),
+                           margin=margin)
+    plan = DefragPlanner(config).plan(state, running, pod)
+    if plan is None:
+        return
+    assert 1 <= len(plan.moves) <= max_moves
+    assert all(by_id[m.pod_id].movable for m in plan.moves), "moved a protected pod"
+    assert all(m.from_node == plan.target_node != m.to_node for m in plan.moves)
+    assert plan.benefit_gpu_s >= (1 + margin) * plan.cost_gpu_s
+    # Applying the plan: every move fits (targets bound while sources still hold), then the
+    # blocked pod fits on the target once the moved pods leave it.
+    work = state.copy()
+    for m in plan.moves:
+        p = by_id[m.pod_id]
+        spec = PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
+        work.bind(Placement(m.to_node, m.to_gpus, spec))
+    for m in plan.moves:
+        p = by_id[m.pod_id]
+        work.unbind(Placement(p.node, p.gpus, PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli,
+                                                       p.gpu_model_mask)))
+    view = _view(work, plan.target_node)
+    assert place_on_view(view, pod) is not None
+
+
+def test_hysteresis_blocks_a_plan_that_does_not_pay(gen):
+    # Node 0: one 8-GPU node with a single 1-GPU pod on GPU 0; node 1: room for that pod.
+    state = gen.build_cluster([("G2", 8, 96000, 393216), ("G2", 8, 96000, 393216)])
+    small = PodSpec(4000, 1024, 1, 1000)
+    state.bind(Placement(0, (0,), small))
+    for g in range(1, 8):  # node 1 has one free GPU only
+        state.bind(Placement(1, (g,), PodSpec(1000, 0, 1, 1000)))
+    blocked = PodSpec(8000, 1024, 8, 1000)
+    assert blocked_by_fragmentation(state, blocked)
+    mover = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, run_time_s=1000.0, remaining_s=50.0,
+                       checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    # cost = 1 GPU x (lost 400 s + restart 60 s) = 460; benefit = 8 GPUs x 50 s = 400 < 460.
+    assert DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.0)).plan(state, [mover], blocked) is None
+    long_running = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, run_time_s=1000.0, remaining_s=5000.0,
+                              checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    plan = DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.5)).plan(state, [long_running], blocked)
+    assert plan is not None and plan.target_node == 0
+    assert plan.moves[0].to_node == 1 and plan.cost_gpu_s == pytest.approx(460.0)
+    assert plan.benefit_gpu_s == pytest.approx(8 * 5000.0)
+
+
+def test_protected_pod_is_never_moved(gen):
+    state = gen.build_cluster([("G2", 8, 96000, 393216), ("G2", 8, 96000, 393216)])
+    state.bind(Placement(0, (0,), PodSpec(4000, 1024, 1, 1000)))
+    for g in range(1, 8):
+        state.bind(Placement(1, (g,), PodSpec(1000, 0, 1, 1000)))
+    pinned = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, 1000.0, 5000.0, 600.0, 0.0, movable=False)
+    assert DefragPlanner().plan(state, [pinned], PodSpec(8000, 1024, 8, 1000)) is None
+
+
+@pytest.mark.parametrize("run_time, interval, phase, lost", [
+    (1000.0, 600.0, 0.0, 400.0),     # checkpoints at 600: 1000 - 600
+    (1000.0, 600.0, 100.0, 300.0),   # checkpoints at 100, 700: 1000 - 700
+    (50.0, 600.0, 100.0, 50.0),      # before the first checkpoint: all of it
+    (1200.0, 600.0, 0.0, 0.0),       # exactly on a checkpoint
+])
+def test_lost_work_since_last_checkpoint(run_time, interval, phase, lost):
+    assert lost_work_s(run_time, interval, phase) == pytest.approx(lost)
+
+
+def test_blocked_by_fragmentation_needs_enough_free_in_total(gen):
+    state = gen.build_cluster([("G2", 8, 96000, 393216), ("G2", 8, 96000, 393216)])
+    for node in (0, 1):
+        for g in range(4):
+            state.bind(Placement(node, (g,), PodSpec(1000, 0, 1, 1000)))
+    assert blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000))       # 8 free, split 4 + 4
+    assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 4, 1000))   # fits node 0
+    assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000, gpu_model_mask=1 << 0))  # A10 only
