@@ -128,21 +128,39 @@ def parse_int_list(text: str) -> list[int]:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    if args.suite != "1a":
-        raise ConfigError(f"unknown suite {args.suite!r}; known: 1a")
+    if args.suite == "1b":
+        return _suite_1b(args)
     from gpudefrag.batch.placer import SolverConfig
     from gpudefrag.experiments.report1a import diagnose, write_report
     from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
 
     solver = SolverConfig(time_limit_s=args.time_limit, deterministic_time=args.deterministic_time,
                           candidates_per_pod=args.candidates, deterministic=not args.wall_clock)
-    config = Suite1aConfig(workload=args.workload, seeds=tuple(args.seeds),
+    config = Suite1aConfig(workload=args.workload, seeds=tuple(args.seeds or range(42, 52)),
                            batch_sizes=tuple(args.batch_sizes), solver=solver)
     started = time.perf_counter()
     runs = run_suite(config, args.jobs, progress=not args.no_progress)
     wall = time.perf_counter() - started
     folder = args.out / "suite1a"
     paths = write_report(runs, config, folder, wall, diagnose(runs))
+    print((folder / "report.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _suite_1b(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.report1b import write_report
+    from gpudefrag.experiments.suite1b import Suite1bConfig, run_suite
+
+    seeds = tuple(args.seeds) if args.seeds_given else tuple(range(47, 57))
+    config = Suite1bConfig(workload=args.workload, seeds=seeds, horizon_h=args.hours, n_nodes=args.nodes)
+    held_out = all(s >= 47 for s in seeds)
+    title = ("held-out seeds" if held_out else "tuning seeds") + " (time-driven, departures, defragmentation)"
+    started = time.perf_counter()
+    runs = run_suite(config, args.jobs, progress=not args.no_progress)
+    wall = time.perf_counter() - started
+    folder = args.out / ("suite1b" if held_out else "suite1b-tuning")
+    paths = write_report(runs, config, folder, wall, title)
     print((folder / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
@@ -193,9 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Suite 1a: FGD's protocol with arrivals decided in batches of B by the "
                                        "CP-SAT batch placer, against FGD and BestFit; Markdown report, PNG "
                                        "chart and CSV tables.")
-    suite.add_argument("suite", choices=["1a"], help="which suite")
+    suite.add_argument("suite", choices=["1a", "1b"], help="which suite (1b: time-driven with defragmentation)")
     suite.add_argument("--workload", default="openb_pod_list_default")
-    suite.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)), help="seeds (default 42-51)")
+    suite.add_argument("--seeds", type=parse_seeds, default=None,
+                       help="seeds (default: 1a 42-51; 1b the held-out 47-56, tune with 42-46)")
+    suite.add_argument("--hours", type=positive_float, default=8.0, help="1b: simulated hours per run")
+    suite.add_argument("--nodes", type=positive_int, default=150, help="1b: nodes sampled per seed")
     suite.add_argument("--batch-sizes", type=parse_int_list, default=[1, 16, 64],
                        help="solver batch sizes (default 1,16,64)")
     suite.add_argument("--deterministic-time", type=positive_float, default=0.01,
@@ -217,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "suite":
+        args.seeds_given = args.seeds is not None
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -53,6 +53,9 @@ class SolverConfig:
     GPU size, so fragmentation that strands large jobs weighs more."""
     idle_node_penalty_milli: float = 0.0
     """Added to the fragmentation of a plan for every idle node it opens (milli-GPU)."""
+    min_solver_batch: int = 1
+    """Batches with fewer pods take FGD's plan without a solve (FGD's truncated scores and
+    tie-break pack better than an exact single-pod optimum: suite 1a, ``solver-b1``)."""
     deterministic: bool = True
     seed: int = 0
     workers: int = 1
@@ -192,46 +195,12 @@ class BatchPlacer:
         started = time.perf_counter()
         hint = self.fgd_plan(state, pods)
         fgd_list = [p for p in hint if p is not None]
+        if len(pods) < self.config.min_solver_batch:
+            return self._fgd_only(hint, fgd_list, len(pods), started)
         patterns, hint_idx = self.patterns(state, pods, hint)
-        outcome = None
-        fallback = ""
-        chosen_plan: list[Placement | None] = hint
-        try:
-            outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
-                                     self.config.deterministic_time if self.config.deterministic else None,
-                                     self.config.seed, self.config.workers)
-        except Exception as exc:  # a solver crash must never stop a run: fall back and count it
-            fallback = "error"
-            self._last_error = repr(exc)
-        solver_plan: list[Placement | None] | None = None
-        if outcome is not None:
-            if outcome.status == "unknown":
-                fallback = "timeout"
-            elif outcome.status in ("infeasible", "model_invalid"):
-                fallback = "infeasible" if outcome.status == "infeasible" else "error"
-            else:
-                try:
-                    solver_plan = self._decode(patterns, outcome.chosen, pods)
-                except PlanError:
-                    fallback = "invalid"
-        nodes = {p.node for p in fgd_list}
-        penalty = self.config.idle_node_penalty_milli
-        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, penalty)
-        chosen_obj = fgd_obj
-        if solver_plan is not None:
-            solver_list = [p for p in solver_plan if p is not None]
-            union = nodes | {p.node for p in solver_list}
-            try:
-                solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, penalty)
-                fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, penalty)
-            except PlanError:
-                fallback = "invalid"
-            else:
-                if solver_obj.better_than(fgd_obj):
-                    chosen_plan, chosen_obj = solver_plan, solver_obj
-                else:
-                    fallback = "not_better"
-                    chosen_obj = fgd_obj
+        outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
+        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan)
+        fallback = fallback or verdict
         if fallback:
             self.fallbacks[fallback] += 1
         stats = BatchStats(
@@ -249,6 +218,57 @@ class BatchPlacer:
             total_wall_s=time.perf_counter() - started,
             wall_limited=bool(outcome and outcome.wall_limited))
         return BatchResult(chosen_plan, stats)
+
+    def _solve(self, patterns: list[Pattern], hint_idx: list[int], pods: list[PodSpec]):
+        """(outcome, decoded plan or None, fallback reason or "")."""
+        try:
+            outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
+                                     self.config.deterministic_time if self.config.deterministic else None,
+                                     self.config.seed, self.config.workers)
+        except Exception as exc:  # a solver crash must never stop a run: fall back and count it
+            self.last_error = repr(exc)
+            return None, None, "error"
+        if outcome.status == "unknown":
+            return outcome, None, "timeout"
+        if outcome.status in ("infeasible", "model_invalid"):
+            return outcome, None, "infeasible" if outcome.status == "infeasible" else "error"
+        try:
+            return outcome, self._decode(patterns, outcome.chosen, pods), ""
+        except PlanError:
+            return outcome, None, "invalid"
+
+    def _referee(self, state: ClusterState, hint: list[Placement | None],
+                 solver_plan: list[Placement | None] | None):
+        """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
+
+        The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
+        """
+        penalty = self.config.idle_node_penalty_milli
+        fgd_list = [p for p in hint if p is not None]
+        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, penalty)
+        if solver_plan is None:
+            return hint, fgd_obj, fgd_obj, ""
+        solver_list = [p for p in solver_plan if p is not None]
+        union = {p.node for p in fgd_list} | {p.node for p in solver_list}
+        try:
+            solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, penalty)
+        except PlanError:
+            return hint, fgd_obj, fgd_obj, "invalid"
+        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, penalty)
+        if solver_obj.better_than(fgd_obj):
+            return solver_plan, solver_obj, fgd_obj, ""
+        return hint, fgd_obj, fgd_obj, "not_better"
+
+    def _fgd_only(self, hint: list[Placement | None], fgd_list: list[Placement], size: int,
+                  started: float) -> BatchResult:
+        """FGD's plan, no solve (batch below ``min_solver_batch``)."""
+        gpu = sum(p.pod.total_gpu_milli for p in fgd_list)
+        stats = BatchStats(size=size, patterns=0, variables=0, constraints=0, status="skipped",
+                           source="fgd", fallback="", solver_objective=None, hint_objective=0,
+                           fgd_gpu_milli=gpu, chosen_gpu_milli=gpu, fgd_frag_milli=0.0,
+                           chosen_frag_milli=0.0, solve_wall_s=0.0, deterministic_s=0.0,
+                           total_wall_s=time.perf_counter() - started, wall_limited=False)
+        return BatchResult(hint, stats)
 
     @staticmethod
     def _decode(patterns: list[Pattern], chosen: list[int], pods: list[PodSpec]) -> list[Placement | None]:

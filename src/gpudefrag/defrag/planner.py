@@ -40,7 +40,7 @@ class PlannerConfig:
     max_moves: int = 4
     restart_s: float = 60.0
     margin: float = 0.5
-    destination_search_limit: int = 20_000
+    destination_search_limit: int = 2_000
     """Nodes visited by one destination search before it gives up (counts as "no destination")."""
 
 
@@ -120,27 +120,32 @@ class DefragPlanner:
             out.append(n)
         return out
 
-    def destinations(self, state: ClusterState, moved: list[MovablePod], avoid: int
-                     ) -> list[tuple[int, tuple[int, ...]]] | None:
-        """Nodes (≠ ``avoid``) and GPUs for every moved pod at once, or ``None`` if there are none."""
+    def destinations(self, state: ClusterState, moved: list[MovablePod], avoid: int,
+                     excluded: frozenset[int] = frozenset()) -> list[tuple[int, tuple[int, ...]]] | None:
+        """Nodes (not ``avoid``, not ``excluded``) and GPUs for every moved pod at once, or ``None``."""
         order = sorted(range(len(moved)), key=lambda i: (-moved[i].num_gpu * moved[i].gpu_milli,
                                                          -moved[i].cpu_milli, moved[i].pod_id))
         views: dict[int, NodeView] = {}
         chosen: list[tuple[int, tuple[int, ...]] | None] = [None] * len(moved)
         budget = [self.config.destination_search_limit]
-        nodes = [n for n in range(state.num_nodes) if n != avoid]
+        nodes = [n for n in range(state.num_nodes) if n != avoid and n not in excluded]
 
         def view_of(n: int) -> NodeView:
             if n not in views:
                 views[n] = _view(state, n)
             return views[n]
 
+        specs = [_as_spec(p) for p in moved]
+        fits_alone = [self._fits_alone(state, spec) for spec in specs]
+
         def assign(k: int) -> bool:
             if k == len(order):
                 return True
             i = order[k]
-            spec = _as_spec(moved[i])
+            spec = specs[i]
             for n in nodes:
+                if n not in fits_alone[i]:
+                    continue
                 budget[0] -= 1
                 if budget[0] < 0:
                     return False
@@ -158,15 +163,36 @@ class DefragPlanner:
 
         return [c for c in chosen] if assign(0) else None  # type: ignore[misc]
 
-    def plan(self, state: ClusterState, running: list[MovablePod], pod: PodSpec) -> DefragPlan | None:
-        """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``."""
+    def _fits_alone(self, state: ClusterState, spec: PodSpec) -> set[int]:
+        """Nodes where ``spec`` fits now, on its own (memoised per plan call by pod shape)."""
+        key = _pod_args(spec)
+        found = self._fits_memo.get(key)
+        if found is None:
+            found = set(np.flatnonzero(feasible_mask(
+                state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left, state.gpu_count,
+                state.model_id, state.pod_count, *key)).tolist())
+            self._fits_memo[key] = found
+        return found
+
+    def plan(self, state: ClusterState, running: list[MovablePod], pod: PodSpec,
+             excluded: frozenset[int] = frozenset()) -> DefragPlan | None:
+        """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
+
+        ``excluded`` nodes (e.g. reserved for other pods) are neither freed nor used as targets.
+        A pod that fits on no other node on its own can never be part of a plan, so it is
+        treated as immovable up front.
+        """
         cfg = self.config
+        self._excluded = excluded
+        self._fits_memo: dict[tuple, set[int]] = {}
         by_node: dict[int, list[MovablePod]] = {}
         for p in running:
-            if p.movable:
+            if p.movable and self._fits_alone(state, _as_spec(p)) - {p.node} - excluded:
                 by_node.setdefault(p.node, []).append(p)
         best: tuple[float, int, list[MovablePod], list] | None = None
         for x in self.candidate_nodes(state, pod):
+            if x in excluded:
+                continue
             pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
             view = _view(state, x)
@@ -189,6 +215,28 @@ class DefragPlanner:
         destinations elsewhere; (cost, subset, destinations) or ``None``."""
         best: list = [bound, None, None]
 
+        whole = pod.gpu_milli >= GPU_MILLI_PER_GPU
+        max_gpus = max((p.num_gpu for p in pods_x), default=0)
+
+        def too_few_moves_left(chosen: list[MovablePod]) -> bool:
+            """Lower bound: whole-GPU pods need ``num_gpu`` free GPUs; each further move frees
+            at most ``max_gpus`` of them."""
+            if not whole:
+                return False
+            left = list(view.gpu_left)
+            for p in chosen:
+                for g in p.gpus:
+                    left[g] += p.gpu_milli
+            missing = pod.num_gpu - sum(1 for v in left if v == GPU_MILLI_PER_GPU)
+            if missing <= 0:
+                return False
+            if max_gpus == 0:
+                return True
+            return len(chosen) + -(-missing // max_gpus) > self.config.max_moves
+
+        if too_few_moves_left([]):
+            return None
+
         def dfs(start: int, chosen: list[MovablePod], cost: float) -> None:
             for j in range(start, len(pods_x)):
                 c = cost + costs[j]
@@ -196,11 +244,11 @@ class DefragPlanner:
                     return  # costs ascend: every later pod costs at least as much
                 subset = chosen + [pods_x[j]]
                 if _fits_after_removal(view, subset, pod):
-                    dest = self.destinations(state, subset, x)
+                    dest = self.destinations(state, subset, x, self._excluded)
                     if dest is not None:
                         best[0], best[1], best[2] = c, subset, dest
                     continue  # a superset of a fitting set only costs more
-                if len(subset) < self.config.max_moves:
+                if len(subset) < self.config.max_moves and not too_few_moves_left(subset):
                     dfs(j + 1, subset, c)
 
         dfs(0, [], 0.0)

@@ -1,0 +1,82 @@
+"""The defragmenter the time-driven simulator calls: blocked pod -> plan -> moves with a reservation.
+
+At the end of a scheduling session that left pods pending (at most once per tick), it looks at the pending pods in
+scheduling order (priority, then age), skips those already holding a reservation, and for the
+first pods that are *blocked by fragmentation* asks the planner for the cheapest plan (at most
+``max_moves`` moves, hysteresis applied).  The first plan found is returned as moves that
+reserve the freed node for the blocked pod; at most one plan per tick.  Pods marked
+do-not-disrupt and pods already migrating are never moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpudefrag.defrag.cost import MovablePod
+from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.sim.timed import Move, SimView
+
+
+@dataclass
+class DefragController:
+    """Adapter from :class:`DefragPlanner` to the simulator's defragmenter hook."""
+
+    planner: DefragPlanner
+    blocked_pods_per_tick: int = 2
+    eviction_grace_s: float = 30.0
+    replan_after_s: float = 120.0
+    """A pod for which no plan was found is not planned for again before this much time has passed."""
+    tick_interval_s: float = 30.0
+    """The controller plans at most once per tick (a periodic controller, not one per session)."""
+
+    def __post_init__(self) -> None:
+        self._last_try: dict[int, float] = {}
+        self._last_tick = float("-inf")
+
+    @classmethod
+    def with_config(cls, config: PlannerConfig, eviction_grace_s: float = 30.0) -> DefragController:
+        return cls(DefragPlanner(config), eviction_grace_s=eviction_grace_s)
+
+    def _movable(self, view: SimView) -> list[MovablePod]:
+        out = []
+        for r in view.running:
+            s = r.spec
+            # Work lost is what has run since the last checkpoint when the pod actually stops,
+            # i.e. after the grace period (no checkpoint assumed inside the grace period).
+            lost = r.work_since_checkpoint_s + self.eviction_grace_s
+            out.append(MovablePod(r.pod_id, r.node, r.gpus, s.cpu_milli, s.memory_mib, s.num_gpu,
+                                  s.gpu_milli, s.gpu_model_mask, run_time_s=lost,
+                                  remaining_s=r.remaining_work_s, checkpoint_interval_s=0.0,
+                                  checkpoint_phase_s=0.0, movable=not (r.do_not_disrupt or r.migrating)))
+        return out
+
+    def plan(self, view: SimView, now_s: float) -> list[Move]:
+        if now_s - self._last_tick < self.tick_interval_s:
+            return []
+        self._last_tick = now_s
+        reserved_pods = set(view.reservations.values())
+        excluded = frozenset(view.reservations)
+        state = None
+        running = None
+        tried = 0
+        for pending in view.pending:
+            if pending.pod_id in reserved_pods:
+                continue
+            last = self._last_try.get(pending.pod_id)
+            if last is not None and now_s - last < self.replan_after_s:
+                continue
+            if state is None:
+                state = view.state
+            if not blocked_by_fragmentation(state, pending.spec):
+                continue
+            if running is None:
+                running = self._movable(view)
+            plan = self.planner.plan(state, running, pending.spec, excluded)
+            self._last_try[pending.pod_id] = now_s
+            tried += 1
+            if plan is not None:
+                return [Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node)
+                        for m in plan.moves]
+            if tried >= self.blocked_pods_per_tick:
+                break
+        return []

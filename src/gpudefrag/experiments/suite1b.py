@@ -1,0 +1,130 @@
+"""Suite 1b: the time-driven simulator with departures, queueing and defragmentation.
+
+Per seed: ~150 openb GPU nodes sampled stratified by (model, GPU count), and openb GPU pods
+resampled with their trace durations under Poisson arrivals at an offered GPU load.  Every
+variant at one (load, seed) sees the same cluster and arrivals, so differences are paired.
+Variants: ``fgd``, ``bestfit``, ``solver`` (CP-SAT batch placement), and ``+defrag`` versions.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from tqdm import tqdm
+
+from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.defrag.controller import DefragController
+from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
+from gpudefrag.policies.registry import make_policy
+from gpudefrag.sim.timed import BatchScheduler, LatencyModel, PolicyScheduler, TimedConfig, run_timed
+from gpudefrag.workloads.openb import load_workload
+from gpudefrag.workloads.synthetic import durations_from_table, make_workload, sample_cluster
+
+VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
+METRICS = ("gpu_alloc_pct", "wait_p50_s", "wait_p95_s", "wait_p99_s", "pending_at_end", "stranded_8gpu",
+           "eight_gpu_arrived", "migrations_executed", "migrations_aborted", "gpu_hours_lost",
+           "decision_latency_p99_s", "bind_conflicts", "reservations_made", "reservations_fulfilled")
+
+
+@dataclass(frozen=True)
+class Suite1bConfig:
+    workload: str = DEFAULT_WORKLOAD
+    seeds: tuple[int, ...] = tuple(range(47, 57))
+    loads: tuple[float, ...] = (0.9, 1.0, 1.1)
+    variants: tuple[str, ...] = VARIANTS
+    n_nodes: int = 150
+    horizon_h: float = 8.0
+    restart_s: float = 60.0
+    sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0)
+    sweep_load: float = 1.0
+    sweep_variant: str = "fgd+defrag"
+    planner: PlannerConfig = field(default_factory=lambda: PlannerConfig(max_moves=4, margin=0.5))
+    solver: SolverConfig = field(default_factory=lambda: SolverConfig(
+        min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24))
+    decision_latency_s: float = 0.05
+
+
+@dataclass(frozen=True)
+class Run1b:
+    variant: str
+    load: float
+    seed: int
+    restart_s: float
+    metrics: dict[str, float]
+    event_hash: str
+    wall_s: float
+
+
+@lru_cache(maxsize=4)
+def _durations(workload: str) -> np.ndarray:
+    return durations_from_table(load_workload(workload))
+
+
+def scenario(config: Suite1bConfig, load: float, seed: int):
+    """The cluster and arrivals of one (load, seed): identical for every variant."""
+    inputs = workload_inputs(config.workload)
+    rng = np.random.default_rng([seed, int(round(load * 1000))])
+    nodes = sample_cluster(inputs.nodes, config.n_nodes, rng)
+    cluster = cluster_from_nodes(nodes)
+    workload = make_workload(inputs.pods, _durations(config.workload), cluster.gpu_capacity_milli, load,
+                             config.horizon_h * 3600.0, rng)
+    return inputs, cluster, workload
+
+
+def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart_s: float) -> Run1b:
+    inputs, cluster, workload = scenario(config, load, seed)
+    base, _, extra = variant.partition("+")
+    latency = LatencyModel.constant(config.decision_latency_s)
+    if base == "solver":
+        placer = BatchPlacer(inputs.typical, config.solver)
+        scheduler = BatchScheduler(placer, 16, LatencyModel.deterministic(base_s=config.decision_latency_s))
+    else:
+        scheduler = PolicyScheduler(make_policy(base, inputs.typical, seed), latency)
+    defrag = None
+    if extra == "defrag":
+        planner = PlannerConfig(config.planner.max_moves, restart_s, config.planner.margin,
+                                config.planner.destination_search_limit)
+        defrag = DefragController.with_config(planner)
+    result = run_timed(cluster, workload, scheduler, defrag, TimedConfig(restart_s=restart_s))
+    metrics = {m: float(getattr(result, m)) for m in METRICS}
+    return Run1b(variant, load, seed, restart_s, metrics, result.event_hash, result.wall_s)
+
+
+def _task(args) -> Run1b:
+    return run_one(*args)
+
+
+def tasks(config: Suite1bConfig) -> list[tuple]:
+    main = [(config, v, load, s, config.restart_s) for load in config.loads for v in config.variants
+            for s in config.seeds]
+    sweep = [(config, config.sweep_variant, config.sweep_load, s, r) for r in config.sweep_restart_s
+             if r != config.restart_s or config.sweep_load not in config.loads
+             or config.sweep_variant not in config.variants for s in config.seeds]
+    return main + sweep
+
+
+def run_suite(config: Suite1bConfig, jobs: int | None = None, progress: bool = True) -> list[Run1b]:
+    todo = tasks(config)
+    _durations(config.workload)
+    jobs = jobs or os.cpu_count() or 1
+    out: list[Run1b] = []
+    bar = tqdm(total=len(todo), desc="suite 1b", unit="run", disable=None if progress else True)
+    # Slow variants first so the pool drains evenly.
+    todo.sort(key=lambda t: ("defrag" not in t[1], not t[1].startswith("solver")))
+    if jobs == 1:
+        for t in todo:
+            out.append(_task(t))
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for fut in as_completed([pool.submit(_task, t) for t in todo]):
+                out.append(fut.result())
+                bar.update()
+    bar.close()
+    out.sort(key=lambda r: (r.load, r.variant, r.restart_s, r.seed))
+    return out

@@ -1,0 +1,177 @@
+"""The defragmentation controller inside the time-driven simulator (issue 4).
+
+Every scenario is two 8-GPU G2 nodes, each running four 1-GPU pods L0-L3 (node 0) and L4-L7
+(node 1), bound at t = 1 (arrival 0 + 1 s decision latency), with checkpoints every 600 s of
+work.  So 8 GPUs are free, but split 4 + 4.  An 8-GPU pod B arrives at t = 1000; its session
+ends at T0 = 1001 with B pending, and the controller is asked for a plan.
+
+Planner arithmetic at T0 (PlannerConfig(max_moves=4, restart_s=60, margin=0.5)): each L pod
+has done 1000 s of work, 400 s since its checkpoint at 600; the controller adds the 30 s
+grace, so a move costs 1 GPU x (430 + 60) = 490 GPU-s and freeing a node costs 4 x 490 =
+1960 GPU-s.  Benefit = 8 GPUs x the longest remaining work among the moved pods; a plan
+needs benefit >= 1.5 x 1960 = 2940, i.e. remaining work >= 367.5 s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpudefrag.defrag.controller import DefragController
+from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.model.cluster import Placement
+from gpudefrag.model.pods import PodSpec, pod_batch
+from gpudefrag.policies.gpu_choice import choose_gpus_best
+from gpudefrag.sim.timed import EVICT_DONE, RESTART_DONE, TimedConfig, run_timed
+from gpudefrag.workloads.synthetic import SyntheticWorkload
+
+G2 = ("G2", 8, 96000, 393216)
+T0 = 1001.0        # B's first session ends (arrival 1000 + 1 s latency): the plan is made here
+GRACE, RESTART = 30.0, 60.0
+LONG = 20_000.0    # work of the L pods in scenario (a): they would finish at 20_001
+B = 8              # B's pod id
+
+
+class Pinned:
+    """Places each pod on its pinned node (by name) or else the lowest node that fits; 1 s latency."""
+
+    name = "pinned"
+
+    def __init__(self, pins: dict[str, int]) -> None:
+        self.pins = pins
+
+    def decide(self, state, pending, now_s):
+        work, out = state.copy(), []
+        for pod in pending:
+            nodes = [self.pins[pod.name]] if pod.name in self.pins else range(work.num_nodes)
+            out.append(None)
+            for n in nodes:
+                try:
+                    gpus = choose_gpus_best(work.gpu_milli_left[n], int(work.gpu_count[n]), pod)
+                except ValueError:
+                    continue
+                if work.why_not_fits(n, pod, gpus) is None:
+                    out[-1] = Placement(n, gpus, pod)
+                    work.bind(out[-1])
+                    break
+        return out, 1.0
+
+
+def scenario(long_s: float = LONG, dnd=()) -> SyntheticWorkload:
+    """L0-L7 (1 GPU, ``long_s`` of work) arrive at 0; B (8 GPUs, 1000 s) at 1000."""
+    specs = [PodSpec(1000, 1024, 1, 1000, -1, f"L{i}") for i in range(8)]
+    specs.append(PodSpec(1000, 1024, 8, 1000, -1, "B"))
+    n = len(specs)
+    return SyntheticWorkload(
+        pods=pod_batch(specs), arrival_s=np.array([0.0] * 8 + [1000.0]),
+        duration_s=np.array([long_s] * 8 + [1000.0]),
+        checkpoint_interval_s=np.full(n, 600.0), checkpoint_phase_s=np.zeros(n),
+        do_not_disrupt=np.isin(np.arange(n), list(dnd)), priority=np.zeros(n, np.int64),
+        warmup_s=0.0, horizon_s=30_000.0, offered_load=1.0)
+
+
+def controller(max_moves: int = 4, margin: float = 0.5) -> DefragController:
+    ctl = DefragController.with_config(PlannerConfig(max_moves=max_moves, restart_s=RESTART,
+                                                     margin=margin))
+    ctl.tick_interval_s = 0.0
+    return ctl
+
+
+def run(gen, wl: SyntheticWorkload, defrag=None, hook=None):
+    pins = {f"L{i}": i // 4 for i in range(8)}
+    return run_timed(gen.build_cluster([G2, G2]), wl, Pinned(pins), defrag,
+                     TimedConfig(eviction_grace_s=GRACE, restart_s=RESTART, full_check_every=1),
+                     hook=hook)
+
+
+def assert_no_moves(r, b_start: float) -> None:
+    assert r.migrations_executed == r.migrations_aborted == r.plans_aborted == 0
+    assert r.reservations_made == 0 and r.gpu_hours_lost == 0 and r.gpu_hours_held_twice == 0
+    assert r.first_bind_s[B] == pytest.approx(b_start)
+
+
+# ----------------------------------------------------------------------------- (a) the plan runs
+def test_controller_frees_a_node_for_the_blocked_pod(gen):
+    events = []
+
+    def hook(sim, t, cls, payload):
+        if cls in (EVICT_DONE, RESTART_DONE):
+            pod = payload[0]
+            events.append((cls, t, pod, sim.running[pod].placement.node))
+
+    r = run(gen, scenario(), controller(), hook)
+    assert r.first_node[:8].tolist() == [0] * 4 + [1] * 4
+    # the cheapest plans tie (4 x 490 on either node): node 0, tried first, is freed; its four
+    # pods move to node 1 and node 0 is reserved for B
+    assert r.migrations_executed == 4 and r.migrations_aborted == 0 and r.plans_aborted == 0
+    assert r.reservations_made == r.reservations_fulfilled == 1 and r.reservation_expiries == 0
+    # the sources are released after the grace period; B's session starts then and lands 1 s later
+    evicts = [e for e in events if e[0] == EVICT_DONE]
+    assert sorted(e[2] for e in evicts) == [0, 1, 2, 3]
+    assert all(e[1] == pytest.approx(T0 + GRACE) and e[3] == 1 for e in evicts)
+    assert r.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0) and r.first_node[B] == 0
+    assert r.completion_s[B] == pytest.approx(T0 + GRACE + 1.0 + 1000.0)
+    # the moved pods resume on node 1 after grace + restart
+    restarts = [e for e in events if e[0] == RESTART_DONE]
+    assert sorted(e[2] for e in restarts) == [0, 1, 2, 3]
+    assert all(e[1] == pytest.approx(T0 + GRACE + RESTART) and e[3] == 1 for e in restarts)
+    # each falls back to its checkpoint at 600: 430 s of work lost (400 before the move + the
+    # grace period), so it finishes 430 + 60 = 490 s late; the unmoved pods are not delayed
+    assert r.completion_s[:4] == pytest.approx([1 + LONG + 490.0] * 4)
+    assert r.completion_s[4:8] == pytest.approx([1 + LONG] * 4)
+    assert r.gpu_hours_lost > 0
+    assert r.gpu_hours_lost_work == pytest.approx(4 * 430 / 3600)
+    assert r.gpu_hours_lost_restart == pytest.approx(4 * RESTART / 3600)
+    assert r.gpu_hours_held_twice == pytest.approx(4 * GRACE / 3600)
+    assert r.final_state.used_gpu_milli == 0 and r.completed == 9
+
+    # without the controller B waits until the long pods finish (at 20_001) and one more session
+    base = run(gen, scenario())
+    assert_no_moves(base, 1 + LONG + 1.0)
+    assert base.first_bind_s[B] > r.first_bind_s[B] + 18_000
+
+
+# ----------------------------------------------------------------------------- (b) too many moves
+def test_no_plan_when_it_needs_more_than_max_moves(gen):
+    # freeing 8 GPUs on either node takes 4 moves of 1-GPU pods
+    r = run(gen, scenario(), controller(max_moves=3))
+    assert_no_moves(r, 1 + LONG + 1.0)
+
+
+# ----------------------------------------------------------------------------- (c) do-not-disrupt
+@pytest.mark.parametrize("dnd, freed", [
+    ((0, 1, 2, 3), 1),              # node 0 is pinned: node 1 is freed instead (L4-L7 move)
+    ((0, 4), None),                 # one pinned pod per node blocks both (3 movable on each)
+    (tuple(range(8)), None),        # everything pinned
+])
+def test_do_not_disrupt_pods_are_never_moved(gen, dnd, freed):
+    r = run(gen, scenario(dnd=dnd), controller())
+    if freed is None:
+        assert_no_moves(r, 1 + LONG + 1.0)
+        return
+    assert r.migrations_executed == 4 and r.reservations_fulfilled == 1
+    assert r.first_node[B] == freed and r.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0)
+    moved = np.flatnonzero(r.completion_s[:8] > 1 + LONG + 1.0).tolist()
+    assert moved == [4, 5, 6, 7] and not set(moved) & set(dnd)
+
+
+# ----------------------------------------------------------------------------- (d) hysteresis
+def test_hysteresis_skips_moves_when_the_blockers_finish_soon(gen):
+    # 300 s of work left at T0: benefit 8 x 300 = 2400 < 2940 -> no plan; B starts when the
+    # L pods finish at 1301 (one session later)
+    soon = scenario(long_s=1300.0)
+    assert_no_moves(run(gen, soon, controller()), 1302.0)
+    # the margin is what refuses it: without it 2400 >= 1960 and the node is freed
+    assert run(gen, soon, controller(margin=0.0)).migrations_executed == 4
+    # 400 s left: benefit 3200 >= 2940 -> the plan goes ahead
+    later = run(gen, scenario(long_s=1400.0), controller())
+    assert later.migrations_executed == 4
+    assert later.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0)
+
+
+# ----------------------------------------------------------------------------- (e) determinism
+def test_controller_runs_are_deterministic(gen):
+    a, b = (run(gen, scenario(), controller()) for _ in range(2))
+    assert a.event_hash == b.event_hash and a.events_processed == b.events_processed
+    assert np.array_equal(a.completion_s, b.completion_s, equal_nan=True)
+    assert a.event_hash != run(gen, scenario()).event_hash
