@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch.patterns import NodeView, place_on_view
+from gpudefrag.batch.patterns import place_on_view
 from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
 from gpudefrag.defrag.planner import (DefragPlanner, PlannerConfig, _fits_after_removal, _view,
                                       blocked_by_fragmentation)
