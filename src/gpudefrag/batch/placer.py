@@ -198,6 +198,8 @@ class BatchPlacer:
         if len(pods) < self.config.min_solver_batch:
             return self._fgd_only(hint, fgd_list, len(pods), started)
         patterns, hint_idx = self.patterns(state, pods, hint)
+        if not patterns:  # no pod fits any node: nothing to decide
+            return self._fgd_only(hint, fgd_list, len(pods), started)
         outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
         chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan)
         fallback = fallback or verdict
@@ -261,7 +263,7 @@ class BatchPlacer:
 
     def _fgd_only(self, hint: list[Placement | None], fgd_list: list[Placement], size: int,
                   started: float) -> BatchResult:
-        """FGD's plan, no solve (batch below ``min_solver_batch``)."""
+        """FGD's plan, no solve (batch below ``min_solver_batch``, or nothing fits anywhere)."""
         gpu = sum(p.pod.total_gpu_milli for p in fgd_list)
         stats = BatchStats(size=size, patterns=0, variables=0, constraints=0, status="skipped",
                            source="fgd", fallback="", solver_objective=None, hint_objective=0,

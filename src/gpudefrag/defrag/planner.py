@@ -185,14 +185,14 @@ class DefragPlanner:
         cfg = self.config
         self._excluded = excluded
         self._fits_memo: dict[tuple, set[int]] = {}
+        candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
+        wanted = set(candidates)
         by_node: dict[int, list[MovablePod]] = {}
         for p in running:
-            if p.movable and self._fits_alone(state, _as_spec(p)) - {p.node} - excluded:
+            if p.movable and p.node in wanted and self._fits_alone(state, _as_spec(p)) - {p.node} - excluded:
                 by_node.setdefault(p.node, []).append(p)
         best: tuple[float, int, list[MovablePod], list] | None = None
-        for x in self.candidate_nodes(state, pod):
-            if x in excluded:
-                continue
+        for x in candidates:
             pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
             view = _view(state, x)

@@ -58,11 +58,14 @@ class PolicyScheduler:
 
 class BatchScheduler:
     """Decides the pending pods in consecutive batches with a :class:`BatchPlacer`, binding
-    each batch's result on a copy before deciding the next."""
+    each batch's result on a copy before deciding the next.  Only the first
+    ``solver_batches`` batches of a session go to the solver; later ones take FGD's plan
+    (the solver's time goes to the pods first in line)."""
 
     def __init__(self, placer, batch_size: int = 16, latency: LatencyModel | None = None,
-                 max_pending: int = 256) -> None:
+                 max_pending: int = 256, solver_batches: int | None = None) -> None:
         self.placer = placer
+        self.solver_batches = solver_batches
         self.batch_size = batch_size
         self.latency = latency or LatencyModel.deterministic()
         self.max_pending = max_pending
@@ -74,11 +77,16 @@ class BatchScheduler:
         n = min(len(pending), self.max_pending)
         out: list[Placement | None] = [None] * len(pending)
         wall = det = 0.0
-        for lo in range(0, n, self.batch_size):
-            res = self.placer.place(work, list(pending[lo:min(lo + self.batch_size, n)]))
-            wall += res.stats.total_wall_s
-            det += res.stats.deterministic_s
-            for k, p in enumerate(res.placements):
+        for b, lo in enumerate(range(0, n, self.batch_size)):
+            batch = list(pending[lo:min(lo + self.batch_size, n)])
+            if self.solver_batches is not None and b >= self.solver_batches:
+                placements = self.placer.fgd_plan(work, batch)
+            else:
+                res = self.placer.place(work, batch)
+                wall += res.stats.total_wall_s
+                det += res.stats.deterministic_s
+                placements = res.placements
+            for k, p in enumerate(placements):
                 if p is None:
                     continue
                 try:
