@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch.patterns import place_on_view
+from gpudefrag.batch.patterns import node_view as _view, place_on_view
 from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
-from gpudefrag.defrag.planner import (DefragPlanner, PlannerConfig, _fits_after_removal, _view,
+from gpudefrag.defrag.planner import (DefragPlanner, PlannerConfig, _fits_after_removal,
                                       blocked_by_fragmentation)
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec

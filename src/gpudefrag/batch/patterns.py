@@ -46,6 +46,14 @@ class NodeView:
     model: int
 
 
+def node_view(state, node: int) -> NodeView:
+    """A scratch copy of ``node``'s free resources on ``state`` (a ``ClusterState``)."""
+    count = int(state.gpu_count[node])
+    return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
+                    int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
+                    int(state.model_id[node]))
+
+
 def canonical_order(pods: list[PodSpec], members: tuple[int, ...]) -> list[int]:
     """Members sorted: more GPUs first, then larger per-GPU milli, then batch order."""
     return sorted(members, key=lambda i: (-pods[i].num_gpu, -pods[i].gpu_milli, i))

@@ -25,7 +25,7 @@ import numpy as np
 
 from gpudefrag.batch.cpsat import solve_patterns
 from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
-from gpudefrag.batch.patterns import NodeView, Pattern, enumerate_patterns
+from gpudefrag.batch.patterns import Pattern, enumerate_patterns, node_view
 from gpudefrag.frag.typical import TypicalPods, gpu_weighted
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
@@ -139,12 +139,6 @@ class BatchPlacer:
                 prefs.setdefault(n, []).append((rank, i))
         return {n: [i for _, i in sorted(lst)] for n, lst in prefs.items()}
 
-    def _view(self, state: ClusterState, node: int) -> NodeView:
-        count = int(state.gpu_count[node])
-        return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
-                        int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
-                        int(state.model_id[node]))
-
     def patterns(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
                  ) -> tuple[list[Pattern], list[int]]:
         """All patterns, and the indices of those that make up FGD's answer."""
@@ -157,7 +151,7 @@ class BatchPlacer:
                 hint_nodes.setdefault(p.node, []).append(i)
         penalty = self.config.idle_node_penalty_milli
         for node, cands in sorted(self.candidates(state, pods, hint).items()):
-            base = self._view(state, node)
+            base = node_view(state, node)
             # Opening an idle node costs the penalty: charge it as fragmentation before nothing.
             before = node_frag(state, node, self._tp) - (penalty if state.pod_count[node] == 0 else 0.0)
             for pat in enumerate_patterns(node, base, before, pods, cands, self._tp,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpudefrag.batch.patterns import NodeView, place_on_view
+from gpudefrag.batch.patterns import NodeView, node_view, place_on_view
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
@@ -60,13 +60,6 @@ class DefragPlan:
     moves: tuple[PlannedMove, ...]
     cost_gpu_s: float
     benefit_gpu_s: float
-
-
-def _view(state: ClusterState, node: int) -> NodeView:
-    count = int(state.gpu_count[node])
-    return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
-                    int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
-                    int(state.model_id[node]))
 
 
 def _pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
@@ -132,7 +125,7 @@ class DefragPlanner:
 
         def view_of(n: int) -> NodeView:
             if n not in views:
-                views[n] = _view(state, n)
+                views[n] = node_view(state, n)
             return views[n]
 
         specs = [_as_spec(p) for p in moved]
@@ -195,7 +188,7 @@ class DefragPlanner:
         for x in candidates:
             pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
-            view = _view(state, x)
+            view = node_view(state, x)
             found = self._search_node(state, x, view, pods_x, costs, pod,
                                       best[0] if best is not None else float("inf"))
             if found is not None and (best is None or found[0] < best[0]):

@@ -42,36 +42,48 @@ class ArrivalResult:
         return int((self.node < 0).sum())
 
 
+class ArrivalRecorder:
+    """Collects the per-pod rows of an arrival replay (node, GPUs, allocation, fragmentation)."""
+
+    def __init__(self, state: ClusterState, arrivals: PodBatch, frag: FragTracker | None) -> None:
+        n = len(arrivals)
+        self.state, self.frag = state, frag
+        self.node = np.full(n, -1, dtype=np.int64)
+        self.gpu_mask = np.zeros(n, dtype=np.int64)
+        self.used = np.zeros(n, dtype=np.int64)
+        self.arrived = np.cumsum(arrivals.total_gpu_milli)
+        self.frag_milli = np.zeros(n, dtype=np.float64) if frag is not None else None
+        if frag is not None:
+            frag.refresh(state)
+        self.started = time.perf_counter()
+
+    def record(self, i: int, placement) -> None:
+        """Bind pod ``i``'s placement (if any) and record the row after its event."""
+        if placement is not None:
+            self.state.bind(placement)
+            self.node[i] = placement.node
+            self.gpu_mask[i] = sum(1 << g for g in placement.gpus)
+            if self.frag is not None:
+                self.frag.update(self.state, placement.node)
+        self.used[i] = self.state.used_gpu_milli
+        if self.frag_milli is not None:
+            self.frag_milli[i] = self.frag.total_milli
+
+    def result(self) -> ArrivalResult:
+        return ArrivalResult(self.node, self.gpu_mask, self.used, self.arrived, self.frag_milli,
+                             time.perf_counter() - self.started)
+
+
 def run_arrivals(state: ClusterState, arrivals: PodBatch, policy: Policy,
                  frag: FragTracker | None = None,
                  on_progress: Callable[[int], None] | None = None) -> ArrivalResult:
     """Replay ``arrivals`` on ``state`` (mutated) with ``policy``; see the module docstring."""
+    rec = ArrivalRecorder(state, arrivals, frag)
     n = len(arrivals)
-    node_of = np.full(n, -1, dtype=np.int64)
-    gpu_mask = np.zeros(n, dtype=np.int64)
-    used = np.zeros(n, dtype=np.int64)
-    arrived = np.cumsum(arrivals.total_gpu_milli)
-    frag_milli = np.zeros(n, dtype=np.float64) if frag is not None else None
-    if frag is not None:
-        frag.refresh(state)
-    started = time.perf_counter()
     for i in range(n):
-        pod = arrivals.pod(i)
-        placement = policy.select(state, pod)
-        if placement is not None:
-            state.bind(placement)
-            node_of[i] = placement.node
-            mask = 0
-            for g in placement.gpus:
-                mask |= 1 << g
-            gpu_mask[i] = mask
-            if frag is not None:
-                frag.update(state, placement.node)
-        used[i] = state.used_gpu_milli
-        if frag is not None:
-            frag_milli[i] = frag.total_milli
+        rec.record(i, policy.select(state, arrivals.pod(i)))
         if on_progress is not None and (i + 1) % 1000 == 0:
             on_progress(1000)
     if on_progress is not None and n % 1000:
         on_progress(n % 1000)
-    return ArrivalResult(node_of, gpu_mask, used, arrived, frag_milli, time.perf_counter() - started)
+    return rec.result()
