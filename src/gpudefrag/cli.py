@@ -207,10 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=42)
     bench.set_defaults(func=cmd_bench)
 
-    suite = sub.add_parser("suite", help="experiment suites (1a: solver batch placement vs FGD)",
+    suite = sub.add_parser("suite", help="experiment suites (1a: batch placement; 1b: time-driven + defrag)",
                            description="Suite 1a: FGD's protocol with arrivals decided in batches of B by the "
-                                       "CP-SAT batch placer, against FGD and BestFit; Markdown report, PNG "
-                                       "chart and CSV tables.")
+                                       "CP-SAT batch placer, against FGD and BestFit.  Suite 1b: time-driven "
+                                       "simulation with departures, queueing and defragmentation at loads "
+                                       "0.9/1.0/1.1 plus a restart-time sweep.  Both write a Markdown report, "
+                                       "PNG charts and CSV tables.")
     suite.add_argument("suite", choices=["1a", "1b"], help="which suite (1b: time-driven with defragmentation)")
     suite.add_argument("--workload", default="openb_pod_list_default")
     suite.add_argument("--seeds", type=parse_seeds, default=None,

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
 from gpudefrag.defrag.controller import DefragController
-from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.timed import BatchScheduler, LatencyModel, PolicyScheduler, TimedConfig, run_timed
@@ -43,7 +43,9 @@ class Suite1bConfig:
     sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0)
     sweep_load: float = 1.0
     sweep_variant: str = "fgd+defrag"
-    planner: PlannerConfig = field(default_factory=lambda: PlannerConfig(max_moves=4, margin=0.5))
+    planner: PlannerConfig = field(default_factory=lambda: PlannerConfig(max_moves=8, margin=0.5))
+    tick_interval_s: float = 30.0
+    replan_after_s: float = 120.0
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24))
     decision_latency_s: float = 0.05
@@ -90,7 +92,8 @@ def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart
     if extra == "defrag":
         planner = PlannerConfig(config.planner.max_moves, restart_s, config.planner.margin,
                                 config.planner.destination_search_limit)
-        defrag = DefragController.with_config(planner)
+        defrag = DefragController(DefragPlanner(planner), tick_interval_s=config.tick_interval_s,
+                                  replan_after_s=config.replan_after_s)
     result = run_timed(cluster, workload, scheduler, defrag, TimedConfig(restart_s=restart_s))
     metrics = {m: float(getattr(result, m)) for m in METRICS}
     return Run1b(variant, load, seed, restart_s, metrics, result.event_hash, result.wall_s)
