@@ -372,12 +372,15 @@ def test_failing_move_aborts_rest_of_plan(gen):
     # by then), A -> node 2 (never reached).  One executed, two aborted, one plan aborted.
     a, d, b = gpu_pod(1, name="A"), gpu_pod(1, name="D"), gpu_pod(2, name="B")
     wl = workload([a, d, b], [0.0, 0.0, 10.0], [1000.0, 1000.0, 10.0], horizon=500.0)
-    defrag = OneShot([Move(0, 1, (0,)), Move(1, 1, (0,)), Move(0, 2, (1,))])
+    defrag = OneShot([Move(0, 1, (0,), 2, 0), Move(1, 1, (0,)), Move(0, 2, (1,))])
     sched = FirstFit(prefer={"D": 2})
     cluster = gen.build_cluster([T4x2, V1, T4x2])
     r = run_timed(cluster, wl, sched, defrag)
     assert r.migrations_executed == 1 and r.migrations_aborted == 2 and r.plans_aborted == 1
     assert r.abort_reasons == {"target_does_not_fit": 1}
+    # The first move reserved node 0 for B; the aborted plan released it at once, so B's later
+    # bind there is not a fulfilled reservation.
+    assert r.reservations_made == 1 and r.reservations_fulfilled == 0 and r.reservation_expiries == 0
 
 
 def test_do_not_disrupt_and_reservation_expiry(gen):

@@ -149,6 +149,7 @@ class MigrationMixin:
     def _run_plan(self, t: float) -> tuple:
         plan = list(self.defrag.plan(SimView(self, t), t) or ())
         done = []
+        reserved_before = set(self.reservations)
         for k, mv in enumerate(plan):
             why = self._why_not_move(mv)
             if why is not None:
@@ -156,6 +157,10 @@ class MigrationMixin:
                     self.c["migrations_aborted"] += len(plan) - k
                     self.c["plans_aborted"] += 1
                     self.abort_reasons[why] = self.abort_reasons.get(why, 0) + 1
+                # The plan will not free its node: release any reservation it made.
+                for node in set(self.reservations) - reserved_before:
+                    self.c["reservations_released"] += 1
+                    self._end_reservation(node)
                 break
             done.append(self._start_move(mv, t))
         return tuple(done)

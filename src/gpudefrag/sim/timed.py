@@ -150,6 +150,7 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.latencies: list[float] = []
         self.c: dict[str, float] = dict.fromkeys(
             ("bind_conflicts", "reservation_filtered", "reservations_made", "reservations_fulfilled",
+             "reservations_released",
              "reservation_expiries", "migrations_executed", "migrations_aborted", "plans_aborted",
              "migrations_overtaken", "gpu_hours_lost_work", "gpu_hours_lost_restart",
              "gpu_hours_held_twice", "sessions"), 0)
