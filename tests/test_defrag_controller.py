@@ -21,7 +21,7 @@ from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.planner import PlannerConfig
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec, pod_batch
-from gpudefrag.policies.gpu_choice import choose_gpus_best
+from gpudefrag.sim.schedulers import fit_on_node
 from gpudefrag.sim.timed import EVICT_DONE, RESTART_DONE, TimedConfig, run_timed
 from gpudefrag.workloads.synthetic import SyntheticWorkload
 
@@ -46,11 +46,8 @@ class Pinned:
             nodes = [self.pins[pod.name]] if pod.name in self.pins else range(work.num_nodes)
             out.append(None)
             for n in nodes:
-                try:
-                    gpus = choose_gpus_best(work.gpu_milli_left[n], int(work.gpu_count[n]), pod)
-                except ValueError:
-                    continue
-                if work.why_not_fits(n, pod, gpus) is None:
+                gpus = fit_on_node(work, n, pod)
+                if gpus is not None:
                     out[-1] = Placement(n, gpus, pod)
                     work.bind(out[-1])
                     break

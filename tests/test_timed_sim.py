@@ -11,9 +11,9 @@ import pytest
 
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec, pod_batch
-from gpudefrag.policies.gpu_choice import choose_gpus_best
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.engine import EventLog, EventQueue
+from gpudefrag.sim.schedulers import fit_on_node
 from gpudefrag.sim.timed import (
     ARRIVAL,
     COMPLETED,
@@ -77,11 +77,8 @@ class FirstFit:
                 nodes.insert(0, self.prefer[pod.name])
             out.append(None)
             for n in nodes:
-                try:
-                    gpus = choose_gpus_best(work.gpu_milli_left[n], int(work.gpu_count[n]), pod)
-                except ValueError:
-                    continue
-                if work.why_not_fits(n, pod, gpus) is None:
+                gpus = fit_on_node(work, n, pod)
+                if gpus is not None:
                     out[-1] = Placement(n, gpus, pod)
                     work.bind(out[-1])
                     break

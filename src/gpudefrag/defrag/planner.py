@@ -176,7 +176,6 @@ class DefragPlanner:
         treated as immovable up front.
         """
         cfg = self.config
-        self._excluded = excluded
         self._fits_memo: dict[tuple, set[int]] = {}
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
         wanted = set(candidates)
@@ -190,7 +189,7 @@ class DefragPlanner:
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
             view = node_view(state, x)
             found = self._search_node(state, x, view, pods_x, costs, pod,
-                                      best[0] if best is not None else float("inf"))
+                                      best[0] if best is not None else float("inf"), excluded)
             if found is not None and (best is None or found[0] < best[0]):
                 best = (found[0], x, found[1], found[2])
         if best is None:
@@ -203,7 +202,7 @@ class DefragPlanner:
         return DefragPlan(x, moves, cost, benefit)
 
     def _search_node(self, state: ClusterState, x: int, view: NodeView, pods_x: list[MovablePod],
-                     costs: list[float], pod: PodSpec, bound: float):
+                     costs: list[float], pod: PodSpec, bound: float, excluded: frozenset[int]):
         """Cheapest non-empty subset of ``pods_x`` (≤ max_moves) freeing room on ``x`` and with
         destinations elsewhere; (cost, subset, destinations) or ``None``."""
         best: list = [bound, None, None]
@@ -237,7 +236,7 @@ class DefragPlanner:
                     return  # costs ascend: every later pod costs at least as much
                 subset = chosen + [pods_x[j]]
                 if _fits_after_removal(view, subset, pod):
-                    dest = self.destinations(state, subset, x, self._excluded)
+                    dest = self.destinations(state, subset, x, excluded)
                     if dest is not None:
                         best[0], best[1], best[2] = c, subset, dest
                     continue  # a superset of a fitting set only costs more

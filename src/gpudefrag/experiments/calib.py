@@ -86,7 +86,7 @@ def _check_one(task: tuple[str, str, int]) -> RunCheck:
                     out.result.failed, out.result.wall_s)
 
 
-def _warm_up() -> None:
+def warm_up() -> None:
     """Compile (or load from the on-disk cache) every kernel once before forking workers."""
     from gpudefrag.experiments.inputs import workload_inputs
     from gpudefrag.model.pods import PodSpec
@@ -116,7 +116,7 @@ def run_calibration(workloads: Iterable[str], policies: Iterable[str] = POLICY_N
     if missing:
         from gpudefrag.errors import ConfigError
         raise ConfigError(f"no published row for {len(missing)} runs, e.g. {missing[0]}")
-    _warm_up()
+    warm_up()
     tasks = [(w, p, s) for w in workloads for p in policies for s in seeds]
     jobs = jobs or os.cpu_count() or 1
     results: dict[tuple[str, str, int], RunCheck] = {}

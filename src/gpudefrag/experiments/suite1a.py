@@ -80,10 +80,10 @@ def _task(args: tuple[str, int, str, SolverConfig]) -> VariantRun:
 
 def run_suite(config: Suite1aConfig, jobs: int | None = None, progress: bool = True) -> list[VariantRun]:
     """All variants x seeds, in parallel; results ordered by (variant, seed)."""
-    from gpudefrag.experiments.calib import _warm_up
+    from gpudefrag.experiments.calib import warm_up
 
     workload_inputs(config.workload)
-    _warm_up()
+    warm_up()
     tasks = [(v, s, config.workload, config.solver) for v in config.variants() for s in config.seeds]
     # Longest first (small batches are slowest) so the pool drains evenly.
     order = sorted(tasks, key=lambda t: (not t[0].startswith("solver"), t[0]))
