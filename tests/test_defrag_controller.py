@@ -8,8 +8,9 @@ ends at T0 = 1001 with B pending, and the controller is asked for a plan.
 Planner arithmetic at T0 (PlannerConfig(max_moves=4, restart_s=60, margin=0.5)): each L pod
 has done 1000 s of work, 400 s since its checkpoint at 600; the controller adds the 30 s
 grace, so a move costs 1 GPU x (430 + 60) = 490 GPU-s and freeing a node costs 4 x 490 =
-1960 GPU-s.  Benefit = 8 GPUs x the longest remaining work among the moved pods; a plan
-needs benefit >= 1.5 x 1960 = 2940, i.e. remaining work >= 367.5 s.
+1960 GPU-s.  Benefit = 8 GPUs x the time until a node would free itself, i.e. the longest
+remaining work of its pods (no start delay configured); a plan needs benefit >= 1.5 x 1960 =
+2940, i.e. remaining work >= 367.5 s.
 """
 
 from __future__ import annotations

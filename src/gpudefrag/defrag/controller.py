@@ -1,19 +1,28 @@
 """The defragmenter the time-driven simulator calls: blocked pod -> plan -> moves with a reservation.
 
-At the end of a scheduling session that left pods pending (at most once per tick), it looks at the pending pods in
-scheduling order (priority, then age), skips those already holding a reservation, and for the
-first pods that are *blocked by fragmentation* asks the planner for the cheapest plan (at most
-``max_moves`` moves, hysteresis applied).  The first plan found is returned as moves that
-reserve the freed node for the blocked pod; at most one plan per tick.  Pods marked
-do-not-disrupt and pods already migrating are never moved.
+At the end of a scheduling session that left pods pending (at most once per tick), it looks at
+the pending pods in scheduling order (priority, then age), skips those already holding a
+reservation or tried within ``replan_after_s``, and for the pods that are *blocked by
+fragmentation* asks the planner for the cheapest plan (at most ``max_moves`` moves,
+hysteresis applied); at most ``blocked_pods_per_tick`` pods are tried per tick.  Each plan
+found is returned as moves that reserve the freed node for its blocked pod; up to
+``plans_per_tick`` plans per tick, each made on the state the earlier ones leave (their moved
+pods bound on their targets and no longer movable, their freed nodes excluded).
+
+The planner is also told how many pending pods compete for the room it would free (those
+whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU milli each no
+larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
+(for the queue harm).  Pods marked do-not-disrupt and pods already migrating are never moved.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.pods import PodSpec
 from gpudefrag.sim.timed import Move, SimView
 
 
@@ -28,6 +37,8 @@ class DefragController:
     """A pod for which no plan was found is not planned for again before this much time has passed."""
     tick_interval_s: float = 30.0
     """The controller plans at most once per tick (a periodic controller, not one per session)."""
+    plans_per_tick: int = 1
+    """Plans (each for another blocked pod, on the state the earlier ones leave) per tick."""
 
     def __post_init__(self) -> None:
         self._last_try: dict[int, float] = {}
@@ -50,15 +61,25 @@ class DefragController:
                                   checkpoint_phase_s=0.0, movable=not (r.do_not_disrupt or r.migrating)))
         return out
 
+    @staticmethod
+    def competing(pending: list, pod) -> int:
+        """Pending pods whose request fits inside ``pod``'s (``pod`` itself included)."""
+        gpu = pod.gpu_milli > 0
+        return sum(1 for q in pending
+                   if q.spec.cpu_milli <= pod.cpu_milli and q.spec.memory_mib <= pod.memory_mib
+                   and (q.spec.gpu_milli > 0) == gpu and q.spec.num_gpu <= pod.num_gpu
+                   and q.spec.gpu_milli <= pod.gpu_milli)
+
     def plan(self, view: SimView, now_s: float) -> list[Move]:
         if now_s - self._last_tick < self.tick_interval_s:
             return []
         self._last_tick = now_s
         reserved_pods = set(view.reservations.values())
-        excluded = frozenset(view.reservations)
+        excluded = set(view.reservations)
         state = None
-        running = None
-        tried = 0
+        running: list[MovablePod] | None = None
+        tried = plans = 0
+        moves: list[Move] = []
         for pending in view.pending:
             if pending.pod_id in reserved_pods:
                 continue
@@ -71,12 +92,34 @@ class DefragController:
                 continue
             if running is None:
                 running = self._movable(view)
-            plan = self.planner.plan(state, running, pending.spec, excluded)
+            plan = self.planner.plan(state, running, pending.spec, frozenset(excluded),
+                                     max(1, self.competing(view.pending, pending.spec)),
+                                     float(view.workload.duration_s[pending.pod_id]))
             self._last_try[pending.pod_id] = now_s
             tried += 1
             if plan is not None:
-                return [Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node)
-                        for m in plan.moves]
+                moves += [Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node)
+                          for m in plan.moves]
+                plans += 1
+                if plans >= self.plans_per_tick:
+                    break
+                running = _apply(state, running, plan.moves)  # as the next plan will find them
+                excluded.add(plan.target_node)
             if tried >= self.blocked_pods_per_tick:
                 break
-        return []
+        return moves
+
+
+def _apply(state: ClusterState, running: list[MovablePod], moves) -> list[MovablePod]:
+    """Bind the moved pods on their targets in ``state`` (their sources stay held through the
+    grace period) and return ``running`` with them no longer movable."""
+    moved = {m.pod_id: m for m in moves}
+    out = []
+    for p in running:
+        m = moved.get(p.pod_id)
+        if m is not None:
+            spec = PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
+            state.bind(Placement(m.to_node, m.to_gpus, spec))
+            p = replace(p, movable=False)
+        out.append(p)
+    return out

@@ -15,9 +15,18 @@ For such a pod the planner searches exactly, per candidate node X:
   whole-GPU pods).
 
 Cost = sum over S of ``gpus * (work lost since last checkpoint + restart_s)`` (GPU-seconds).
-Benefit = the blocked pod's GPUs times the time X would otherwise take to free itself (the
-longest remaining run time in S).  The plan is returned only if
-``benefit >= (1 + margin) * cost`` (hysteresis).
+Benefit = the blocked pod's GPUs times how much earlier the room becomes available: until
+X, or (when few pods compete for such room) some other node, would have had room as running
+pods finish on their own, less the time the plan takes to free X (``start_delay_s``, the
+eviction grace period); see :mod:`gpudefrag.defrag.benefit`.  A lone pod that the next
+natural completion will serve is not worth a migration; a backlog of pods wanting the same
+room is.
+
+Queue harm (with ``harm_weight`` > 0 and the blocked pod's run time given) = the GPU-seconds
+of room on X the queue would have had, as X's pods finished, while the blocked pod runs there
+instead (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`).  X is chosen by the least
+``cost + harm_weight * harm`` of its cheapest plan, and the plan is returned only if
+``benefit >= (1 + margin) * (cost + harm_weight * harm)`` (hysteresis).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudefrag.batch.patterns import NodeView, node_view, place_on_view
+from gpudefrag.defrag.benefit import plan_benefit_gpu_s, queue_harm_gpu_s
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
@@ -42,6 +52,11 @@ class PlannerConfig:
     margin: float = 0.5
     destination_search_limit: int = 2_000
     """Nodes visited by one destination search before it gives up (counts as "no destination")."""
+    start_delay_s: float = 0.0
+    """Seconds from executing a plan to the blocked pod's start (the eviction grace period)."""
+    harm_weight: float = 0.0
+    """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
+    plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,7 @@ class DefragPlan:
     moves: tuple[PlannedMove, ...]
     cost_gpu_s: float
     benefit_gpu_s: float
+    harm_gpu_s: float = 0.0
 
 
 def _pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
@@ -168,10 +184,14 @@ class DefragPlanner:
         return found
 
     def plan(self, state: ClusterState, running: list[MovablePod], pod: PodSpec,
-             excluded: frozenset[int] = frozenset()) -> DefragPlan | None:
+             excluded: frozenset[int] = frozenset(), competing: int = 1,
+             duration_s: float | None = None) -> DefragPlan | None:
         """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
 
         ``excluded`` nodes (e.g. reserved for other pods) are neither freed nor used as targets.
+        ``competing`` is the number of pending pods (``pod`` included) that could use the room
+        freed for ``pod`` (see :mod:`gpudefrag.defrag.benefit`).  ``duration_s`` is ``pod``'s
+        run time, for the queue harm (with ``harm_weight`` > 0; ``None``: no harm counted).
         A pod that fits on no other node on its own can never be part of a plan, so it is
         treated as immovable up front.
         """
@@ -180,26 +200,36 @@ class DefragPlanner:
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
         wanted = set(candidates)
         by_node: dict[int, list[MovablePod]] = {}
+        on_node: dict[int, list[MovablePod]] = {}
         for p in running:
+            on_node.setdefault(p.node, []).append(p)
             if p.movable and p.node in wanted and self._fits_alone(state, _as_spec(p)) - {p.node} - excluded:
                 by_node.setdefault(p.node, []).append(p)
-        best: tuple[float, int, list[MovablePod], list] | None = None
+        weigh_harm = cfg.harm_weight > 0 and duration_s is not None
+        # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
+        best: tuple[float, float, float, int, list[MovablePod], list] | None = None
         for x in candidates:
             pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
             view = node_view(state, x)
+            # harm >= 0, so a plan costing at least the best total cannot win
             found = self._search_node(state, x, view, pods_x, costs, pod,
                                       best[0] if best is not None else float("inf"), excluded)
-            if found is not None and (best is None or found[0] < best[0]):
-                best = (found[0], x, found[1], found[2])
+            if found is None:
+                continue
+            harm = (queue_harm_gpu_s(state, x, on_node.get(x, []), found[1], pod, duration_s)
+                    if weigh_harm else 0.0)
+            total = found[0] + cfg.harm_weight * harm
+            if best is None or total < best[0]:
+                best = (total, found[0], harm, x, found[1], found[2])
         if best is None:
             return None
-        cost, x, moved, dest = best
-        benefit = pod.num_gpu * max(pod.gpu_milli, 0) / GPU_MILLI_PER_GPU * max(p.remaining_s for p in moved)
-        if benefit < (1.0 + cfg.margin) * cost:
+        total, cost, harm, x, moved, dest = best
+        benefit = plan_benefit_gpu_s(state, running, pod, x, candidates, cfg.start_delay_s, competing)
+        if benefit < (1.0 + cfg.margin) * total:
             return None
         moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))
-        return DefragPlan(x, moves, cost, benefit)
+        return DefragPlan(x, moves, cost, benefit, harm)
 
     def _search_node(self, state: ClusterState, x: int, view: NodeView, pods_x: list[MovablePod],
                      costs: list[float], pod: PodSpec, bound: float, excluded: frozenset[int]):

@@ -42,13 +42,16 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
     lines = [f"# Suite 1b: {title}", "",
              f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
              f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
-             f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: at most {config.planner.max_moves} "
-             f"moves per tick, margin {config.planner.margin:g}.  Whole suite: {wall_s:.0f} s wall.", ""]
+             f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
+             f"up to {config.plans_per_tick} plans of at most {config.planner.max_moves} moves per tick, "
+             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}.  "
+             f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
     for load in config.loads:
         lines += [f"## Offered load {load:g}", "",
                   "| variant | GPU alloc % | wait p50 / p95 / p99 s | pending at end | stranded 8-GPU | "
-                  "migrations | GPU-h lost | decision p99 ms |", "|---|---|---|---|---|---|---|---|"]
+                  "migrations | GPU-h lost | decision p99 ms | GPU-h to 2+ GPU pods / others |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for v in config.variants:
             rs = _select(runs, v, load, config.restart_s)
             if not rs:
@@ -58,7 +61,8 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
             lines.append(f"| {v} | {alloc.fmt()} | {m['wait_p50_s']:.0f} / {m['wait_p95_s']:.0f} / "
                          f"{m['wait_p99_s']:.0f} | {m['pending_at_end']:.1f} | {m['stranded_8gpu']:.1f} of "
                          f"{m['eight_gpu_arrived']:.0f} | {m['migrations_executed']:.0f} | {m['gpu_hours_lost']:.1f} | "
-                         f"{1000 * m['decision_latency_p99_s']:.0f} |")
+                         f"{1000 * m['decision_latency_p99_s']:.0f} | "
+                         f"{m['gpu_hours_multi_gpu_pods']:.0f} / {m['gpu_hours_other_pods']:.0f} |")
         control = _select(runs, CONTROL, load, config.restart_s)
         if control:
             lines += ["", "Paired difference to FGD, mean [95 % CI]:", "",

@@ -71,7 +71,8 @@ def _last_checkpoint(work: float, interval: float, phase: float) -> float:
 
 # ----------------------------------------------------------------------------- the view
 class SimView:
-    """Read access for the defragmenter (lists built on first use)."""
+    """Read access for the defragmenter (lists built on first use; ``state`` is a copy of the
+    simulator's, which the defragmenter may change while it plans)."""
 
     def __init__(self, sim: _Sim, now_s: float) -> None:
         self._sim = sim
