@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from gpudefrag import __version__
@@ -127,6 +128,16 @@ def parse_int_list(text: str) -> list[int]:
     return values
 
 
+def parse_float_list(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid list {text!r} (use e.g. 0.9,1.0)") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"need positive numbers: {text!r}")
+    return values
+
+
 def cmd_suite(args: argparse.Namespace) -> int:
     if args.suite == "1b":
         return _suite_1b(args)
@@ -150,12 +161,26 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 def _suite_1b(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.report1b import write_report
-    from gpudefrag.experiments.suite1b import Suite1bConfig, run_suite
+    from gpudefrag.experiments.suite1b import VARIANTS, Suite1bConfig, run_suite
+
+    from gpudefrag.experiments.overrides import apply_overrides
 
     seeds = tuple(args.seeds) if args.seeds_given else tuple(range(47, 57))
     config = Suite1bConfig(workload=args.workload, seeds=seeds, horizon_h=args.hours, n_nodes=args.nodes)
+    if args.loads:
+        config = replace(config, loads=tuple(args.loads))
+    if args.variants:
+        unknown = sorted(set(args.variants) - set(VARIANTS))
+        if unknown:
+            raise ConfigError(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+        config = replace(config, variants=tuple(args.variants))
+    if args.no_sweep:
+        config = replace(config, sweep_restart_s=())
+    config = apply_overrides(config, args.set or [])
     held_out = all(s >= 47 for s in seeds)
     title = ("held-out seeds" if held_out else "tuning seeds") + " (time-driven, departures, defragmentation)"
+    if args.set:
+        title += "; settings changed: " + ", ".join(args.set)
     started = time.perf_counter()
     runs = run_suite(config, args.jobs, progress=not args.no_progress)
     wall = time.perf_counter() - started
@@ -219,6 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seeds (default: 1a 42-51; 1b the held-out 47-56, tune with 42-46)")
     suite.add_argument("--hours", type=positive_float, default=8.0, help="1b: simulated hours per run")
     suite.add_argument("--nodes", type=positive_int, default=150, help="1b: nodes sampled per seed")
+    suite.add_argument("--loads", type=parse_float_list, default=None,
+                       help="1b: offered loads (default 0.9,1.0,1.1)")
+    suite.add_argument("--variants", type=lambda t: [v.strip() for v in t.split(",") if v.strip()],
+                       default=None, help="1b: variants (default fgd,bestfit,solver,fgd+defrag,solver+defrag)")
+    suite.add_argument("--no-sweep", action="store_true", help="1b: skip the restart-time sweep")
+    suite.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="1b: change a setting, e.g. planner.harm_weight=3, plans_per_tick=1, "
+                            "solver.deterministic_time=0.01 (repeatable)")
     suite.add_argument("--batch-sizes", type=parse_int_list, default=[1, 16, 64],
                        help="solver batch sizes (default 1,16,64)")
     suite.add_argument("--deterministic-time", type=positive_float, default=0.01,

@@ -43,7 +43,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
              f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
              f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
              f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
-             f"up to {config.plans_per_tick} plans of at most {config.planner.max_moves} moves per tick, "
+             f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves, "
              f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
