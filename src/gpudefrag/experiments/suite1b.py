@@ -51,8 +51,8 @@ class Suite1bConfig:
         max_moves=8, margin=0.5, start_delay_s=30.0, harm_weight=1.0))
     tick_interval_s: float = 30.0
     replan_after_s: float = 120.0
-    plans_per_tick: int = 2
-    blocked_pods_per_tick: int = 4
+    plans_per_tick: int = 4
+    blocked_pods_per_tick: int = 16
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24))
     decision_latency_s: float = 0.05
