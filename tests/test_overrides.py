@@ -56,3 +56,9 @@ def test_suite_1b_rejects_a_bad_load_list_with_usage(tmp_path):
     result = _cli("suite", "1b", "--seeds", "42", "--out", str(tmp_path), "--loads", "1.0,x")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "argument --loads: invalid list '1.0,x'" in result.stderr
+
+
+def test_suite_1a_refuses_the_1b_options(tmp_path):
+    result = _cli("suite", "1a", "--seeds", "42", "--out", str(tmp_path), "--set", "plans_per_tick=1", "--no-sweep")
+    assert result.returncode == 2
+    assert "--no-sweep, --set: only for suite 1b" in _assert_one_line_error(result.stderr)

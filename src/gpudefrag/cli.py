@@ -141,6 +141,10 @@ def parse_float_list(text: str) -> list[float]:
 def cmd_suite(args: argparse.Namespace) -> int:
     if args.suite == "1b":
         return _suite_1b(args)
+    only_1b = [flag for flag, given in (("--loads", args.loads), ("--variants", args.variants),
+                                        ("--no-sweep", args.no_sweep), ("--set", args.set)) if given]
+    if only_1b:
+        raise ConfigError(f"{', '.join(only_1b)}: only for suite 1b")
     from gpudefrag.batch.placer import SolverConfig
     from gpudefrag.experiments.report1a import diagnose, write_report
     from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
