@@ -20,11 +20,10 @@ import pytest
 
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.planner import PlannerConfig
-from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec, pod_batch
-from gpudefrag.sim.schedulers import fit_on_node
 from gpudefrag.sim.timed import EVICT_DONE, RESTART_DONE, TimedConfig, run_timed
 from gpudefrag.workloads.synthetic import SyntheticWorkload
+from test_timed_sim import place_in_order
 
 G2 = ("G2", 8, 96000, 393216)
 T0 = 1001.0        # B's first session ends (arrival 1000 + 1 s latency): the plan is made here
@@ -42,17 +41,10 @@ class Pinned:
         self.pins = pins
 
     def decide(self, state, pending, now_s):
-        work, out = state.copy(), []
-        for pod in pending:
-            nodes = [self.pins[pod.name]] if pod.name in self.pins else range(work.num_nodes)
-            out.append(None)
-            for n in nodes:
-                gpus = fit_on_node(work, n, pod)
-                if gpus is not None:
-                    out[-1] = Placement(n, gpus, pod)
-                    work.bind(out[-1])
-                    break
-        return out, 1.0
+        def nodes(pod, work):
+            return [self.pins[pod.name]] if pod.name in self.pins else range(work.num_nodes)
+
+        return place_in_order(state, pending, nodes), 1.0
 
 
 def scenario(long_s: float = LONG, dnd=()) -> SyntheticWorkload:

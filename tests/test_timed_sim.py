@@ -70,19 +70,27 @@ class FirstFit:
 
     def decide(self, state, pending, now_s):
         self.calls.append((now_s, [p.name for p in pending]))
-        work, out = state.copy(), []
-        for pod in pending:
-            nodes = list(range(work.num_nodes))
-            if pod.name in self.prefer:
-                nodes.insert(0, self.prefer[pod.name])
-            out.append(None)
-            for n in nodes:
-                gpus = fit_on_node(work, n, pod)
-                if gpus is not None:
-                    out[-1] = Placement(n, gpus, pod)
-                    work.bind(out[-1])
-                    break
-        return out, self.latency
+
+        def nodes(pod, work):
+            order = list(range(work.num_nodes))
+            return [self.prefer[pod.name], *order] if pod.name in self.prefer else order
+
+        return place_in_order(state, pending, nodes), self.latency
+
+
+def place_in_order(state, pending, nodes_of) -> list:
+    """Each pod on the first of ``nodes_of(pod, work)`` it fits (``best`` GPUs), binding as it
+    goes on a copy of ``state``; ``None`` where none fits."""
+    work, out = state.copy(), []
+    for pod in pending:
+        out.append(None)
+        for n in nodes_of(pod, work):
+            gpus = fit_on_node(work, n, pod)
+            if gpus is not None:
+                out[-1] = Placement(n, gpus, pod)
+                work.bind(out[-1])
+                break
+    return out
 
 
 # ----------------------------------------------------------------------------- engine

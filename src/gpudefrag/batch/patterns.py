@@ -45,6 +45,9 @@ class NodeView:
     gpu_left: list[int]
     model: int
 
+    def copy(self) -> NodeView:
+        return NodeView(self.cpu_milli, self.memory_mib, self.pods, list(self.gpu_left), self.model)
+
 
 def node_view(state, node: int) -> NodeView:
     """A scratch copy of ``node``'s free resources on ``state`` (a ``ClusterState``)."""
@@ -91,7 +94,7 @@ def place_on_view(view: NodeView, pod: PodSpec) -> tuple[int, ...] | None:
 def assign_subset(base: NodeView, pods: list[PodSpec], members: tuple[int, ...]
                   ) -> tuple[NodeView, dict[int, tuple[int, ...]]] | None:
     """Place the members in canonical order on a copy of ``base``; ``None`` if any does not fit."""
-    view = NodeView(base.cpu_milli, base.memory_mib, base.pods, list(base.gpu_left), base.model)
+    view = base.copy()
     gpus: dict[int, tuple[int, ...]] = {}
     for i in canonical_order(pods, members):
         used = place_on_view(view, pods[i])

@@ -30,7 +30,8 @@ from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.pods import PodSpec
 
 
-def _release(view: NodeView, p: MovablePod) -> None:
+def release(view: NodeView, p: MovablePod) -> None:
+    """Give ``p``'s resources back to the scratch node ``view``."""
     view.cpu_milli += p.cpu_milli
     view.memory_mib += p.memory_mib
     view.pods -= 1
@@ -43,15 +44,13 @@ def node_natural_wait_s(state: ClusterState, node: int, pods_on_node: list[Movab
     """Seconds until ``pod`` fits on ``node`` if its pods finish in ``remaining_s`` order
     (0 if it fits now, ``inf`` if it never does, or as soon as the wait reaches ``give_up_at_s``)."""
     view = node_view(state, node)
-    if place_on_view(NodeView(view.cpu_milli, view.memory_mib, view.pods, list(view.gpu_left),
-                              view.model), pod) is not None:
+    if place_on_view(view.copy(), pod) is not None:
         return 0.0
     for p in sorted(pods_on_node, key=lambda q: (q.remaining_s, q.pod_id)):
         if p.remaining_s >= give_up_at_s:
             return math.inf
-        _release(view, p)
-        trial = NodeView(view.cpu_milli, view.memory_mib, view.pods, list(view.gpu_left), view.model)
-        if place_on_view(trial, pod) is not None:
+        release(view, p)
+        if place_on_view(view.copy(), pod) is not None:
             return max(p.remaining_s, 0.0)
     return math.inf
 
@@ -96,7 +95,7 @@ def queue_harm_gpu_s(state: ClusterState, node: int, pods_on_node: list[MovableP
     """
     view = node_view(state, node)
     for p in moved:
-        _release(view, p)
+        release(view, p)
     gpus = place_on_view(view, pod)
     if gpus is None:
         raise ValueError(f"pod does not fit on node {node} once the moved pods have left")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudefrag.batch.patterns import NodeView, node_view, place_on_view
-from gpudefrag.defrag.benefit import plan_benefit_gpu_s, queue_harm_gpu_s
+from gpudefrag.defrag.benefit import plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
@@ -98,12 +98,9 @@ def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
 
 def _fits_after_removal(view: NodeView, removed: list[MovablePod], pod: PodSpec) -> bool:
     """Would ``pod`` fit on the node once ``removed`` have left?"""
-    freed = NodeView(view.cpu_milli + sum(p.cpu_milli for p in removed),
-                     view.memory_mib + sum(p.memory_mib for p in removed),
-                     view.pods - len(removed), list(view.gpu_left), view.model)
+    freed = view.copy()
     for p in removed:
-        for g in p.gpus:
-            freed.gpu_left[g] += p.gpu_milli
+        release(freed, p)
     return place_on_view(freed, pod) is not None
 
 
@@ -159,7 +156,7 @@ class DefragPlanner:
                 if budget[0] < 0:
                     return False
                 v = view_of(n)
-                trial = NodeView(v.cpu_milli, v.memory_mib, v.pods, list(v.gpu_left), v.model)
+                trial = v.copy()
                 gpus = place_on_view(trial, spec)
                 if gpus is None:
                     continue
