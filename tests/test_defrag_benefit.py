@@ -219,3 +219,30 @@ def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
         work.bind(Placement(m.to_node, m.to_gpus, PodSpec(2000, 1024, 1, 500)))
     # the next tick waits
     assert ctl.plan(_View(state.copy(), running, pending, durations), 110.0) == []
+
+
+def _behind_a_big_pod(gen):
+    """:func:`_two_blocked` with an older blocked 2-GPU pod (99) at the head of the queue: the
+    cluster's free milli covers it, but no one-move plan frees two GPUs on a node."""
+    state, running, pending, durations = _two_blocked(gen)
+    return state, running, [PendingPod(99, PodSpec(4000, 1024, 2, 1000), 5.0, 0, True)] + pending, durations
+
+
+def test_a_shared_budget_spends_its_tries_on_the_old_big_pod(gen):
+    ctl = DefragController.with_config(PlannerConfig(max_moves=1, restart_s=10.0, margin=0.0))
+    ctl.plans_per_tick, ctl.blocked_pods_per_tick = 2, 1
+    state, running, pending, durations = _behind_a_big_pod(gen)
+    assert ctl.plan(_View(state.copy(), running, pending, durations), 100.0) == []
+    assert set(ctl._last_try) == {99}
+
+
+@pytest.mark.parametrize("small_plans", [1, 2])
+def test_pods_of_one_gpu_have_their_own_budget(gen, small_plans):
+    ctl = DefragController.with_config(PlannerConfig(max_moves=1, restart_s=10.0, margin=0.0))
+    ctl.plans_per_tick, ctl.blocked_pods_per_tick = 2, 1
+    ctl.small_pods_per_tick, ctl.small_plans_per_tick = 4, small_plans
+    state, running, pending, durations = _behind_a_big_pod(gen)
+    moves = ctl.plan(_View(state.copy(), running, pending, durations), 100.0)
+    assert [(m.for_pod_id, m.reserve_node) for m in moves] == [(100, 1), (101, 2)][:small_plans]
+    # the big pod was still tried, on the main budget, and the small budget stopped at its plans
+    assert set(ctl._last_try) == {99, 100, 101} if small_plans == 2 else {99, 100}

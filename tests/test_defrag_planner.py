@@ -8,10 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch.patterns import node_view as _view, place_on_view
+from gpudefrag.batch.patterns import fits_on_view, node_view as _view, place_on_view
+from gpudefrag.defrag.benefit import occupy, release
 from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
-from gpudefrag.defrag.planner import (DefragPlanner, PlannerConfig, _fits_after_removal,
-                                      blocked_by_fragmentation)
+from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec
 
@@ -35,6 +36,14 @@ def scenarios(draw, gen, max_nodes=4, max_pods=10):
     placements = gen.random_fill(state, prior, draw(st.integers(0, 2**16)))
     blocked = draw(gen.pods(kinds=("share", "whole", "multi")))
     return state, placements, blocked
+
+
+def _fits_after_removal(view, removed, pod) -> bool:
+    """Would ``pod`` fit on the node once ``removed`` have left?  (Reference: a fresh copy each time.)"""
+    freed = view.copy()
+    for p in removed:
+        release(freed, p)
+    return place_on_view(freed, pod) is not None
 
 
 def _brute_force_cost(state, running, pod, config) -> float | None:
@@ -164,3 +173,92 @@ def test_blocked_by_fragmentation_needs_enough_free_in_total(gen):
     assert blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000))       # 8 free, split 4 + 4
     assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 4, 1000))   # fits node 0
     assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000, gpu_model_mask=1 << 0))  # A10 only
+
+
+# ----------------------------------------------------------------------------- the search's helpers
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fits_on_view_agrees_with_place_on_view_and_leaves_the_view_alone(data, gen):
+    state = data.draw(gen.clusters(max_nodes=3))
+    pod = data.draw(gen.pods())
+    for n in range(state.num_nodes):
+        view = _view(state, n)
+        before = view.copy()
+        assert fits_on_view(view, pod) == (place_on_view(view.copy(), pod) is not None)
+        assert view == before
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_occupy_undoes_release(data, gen):
+    state, placements, _ = data.draw(scenarios(gen, max_nodes=2))
+    for p in _running(state, placements, data):
+        view = _view(state, p.node)
+        before = view.copy()
+        release(view, p)
+        assert view != before
+        occupy(view, p)
+        assert view == before
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_shared_gpus_only_never_takes_a_whole_free_gpu(data, gen):
+    state = data.draw(gen.clusters(max_nodes=3))
+    pod = data.draw(gen.pods(kinds=("share",)))
+    for n in range(state.num_nodes):
+        view = _view(state, n)
+        gpus = place_on_view(view.copy(), pod, shared_gpus_only=True)
+        partly_used = [g for g, left in enumerate(view.gpu_left) if pod.gpu_milli <= left < GPU_MILLI_PER_GPU]
+        if gpus is None:
+            assert not partly_used or not fits_on_view(view, pod)
+        else:
+            assert gpus[0] in partly_used
+
+
+# ----------------------------------------------------------------------------- consolidation only
+def _consolidation_scenario(gen):
+    """Node 0 (2 GPUs): half-GPU pod A (GPU 0, costly to move) and whole-GPU pod W (GPU 1,
+    cheap).  Node 1 (2 GPUs, little CPU): half-GPU pod B on GPU 0, GPU 1 free.  The blocked
+    pod needs a whole GPU and more CPU than node 1 has: W can go to node 1's free GPU, or A
+    can join B on GPU 0."""
+    state = gen.build_cluster([("G2", 2, 64000, 262144), ("G2", 2, 8000, 262144)])
+    half, whole = PodSpec(1000, 1024, 1, 500), PodSpec(1000, 1024, 1, 1000)
+    state.bind(Placement(0, (0,), half))
+    state.bind(Placement(0, (1,), whole))
+    state.bind(Placement(1, (0,), PodSpec(2000, 1024, 1, 500)))
+    a = MovablePod(0, 0, (0,), 1000, 1024, 1, 500, -1, run_time_s=500.0, remaining_s=5000.0,
+                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    w = MovablePod(1, 0, (1,), 1000, 1024, 1, 1000, -1, run_time_s=0.0, remaining_s=5000.0,
+                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    b = MovablePod(2, 1, (0,), 2000, 1024, 1, 500, -1, run_time_s=0.0, remaining_s=5000.0,
+                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0, movable=False)
+    return state, [a, w, b], PodSpec(16000, 1024, 1, 1000)
+
+
+def test_consolidation_only_moves_shared_pods_into_shared_gpus(gen):
+    state, running, blocked = _consolidation_scenario(gen)
+    plain = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0)).plan(state, running, blocked)
+    # the cheapest plan moves W (1 GPU x 60 s) into node 1's free GPU
+    assert plain is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plain.moves] == [(1, 1, (1,))]
+    assert plain.cost_gpu_s == pytest.approx(60.0)
+    cons = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0, consolidate_only=True))
+    plan = cons.plan(state, running, blocked)
+    # consolidation moves A next to B instead: 0.5 GPU x (500 s lost + 60 s)
+    assert plan is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plan.moves] == [(0, 1, (0,))]
+    assert plan.cost_gpu_s == pytest.approx(280.0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), max_moves=st.integers(1, 3))
+def test_consolidation_only_plans_touch_only_shared_gpus(data, gen, max_moves):
+    state, placements, pod = data.draw(scenarios(gen, max_nodes=5, max_pods=14))
+    running = _running(state, placements, data)
+    by_id = {p.pod_id: p for p in running}
+    config = PlannerConfig(max_moves=max_moves, restart_s=60.0, margin=-1.0, consolidate_only=True)
+    plan = DefragPlanner(config).plan(state, running, pod)
+    if plan is None:
+        return
+    for m in plan.moves:
+        assert by_id[m.pod_id].gpu_milli < GPU_MILLI_PER_GPU
+        assert all(state.gpu_milli_left[m.to_node, g] < GPU_MILLI_PER_GPU for g in m.to_gpus)

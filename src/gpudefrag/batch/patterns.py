@@ -62,8 +62,25 @@ def canonical_order(pods: list[PodSpec], members: tuple[int, ...]) -> list[int]:
     return sorted(members, key=lambda i: (-pods[i].num_gpu, -pods[i].gpu_milli, i))
 
 
-def place_on_view(view: NodeView, pod: PodSpec) -> tuple[int, ...] | None:
-    """Place ``pod`` on the scratch node (mutating it); the GPUs used, or ``None`` if it does not fit."""
+def fits_on_view(view: NodeView, pod: PodSpec) -> bool:
+    """Would :func:`place_on_view` place ``pod`` on the scratch node?  (Without changing it.)"""
+    if view.cpu_milli < pod.cpu_milli or view.memory_mib < pod.memory_mib or view.pods + 1 > MAX_PODS_PER_NODE:
+        return False
+    if pod.gpu_milli <= 0:
+        return True
+    if not view.gpu_left or not mask_accepts(pod.gpu_model_mask, view.model):
+        return False
+    if pod.is_sharing:
+        return any(left >= pod.gpu_milli for left in view.gpu_left)
+    return sum(1 for left in view.gpu_left if left == GPU_MILLI_PER_GPU) >= pod.num_gpu
+
+
+def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) -> tuple[int, ...] | None:
+    """Place ``pod`` on the scratch node (mutating it); the GPUs used, or ``None`` if it does not fit.
+
+    A sharing pod takes the tightest GPU with room; with ``shared_gpus_only``, only a GPU that
+    is already partly used (never a whole free one).
+    """
     if view.cpu_milli < pod.cpu_milli or view.memory_mib < pod.memory_mib or view.pods + 1 > MAX_PODS_PER_NODE:
         return None
     gpus: tuple[int, ...] = ()
@@ -73,6 +90,8 @@ def place_on_view(view: NodeView, pod: PodSpec) -> tuple[int, ...] | None:
         if pod.is_sharing:
             best = -1
             for g, left in enumerate(view.gpu_left):
+                if shared_gpus_only and left >= GPU_MILLI_PER_GPU:
+                    continue
                 if left >= pod.gpu_milli and (best < 0 or left < view.gpu_left[best]):
                     best = g
             if best < 0:

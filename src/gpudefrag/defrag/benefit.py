@@ -39,6 +39,15 @@ def release(view: NodeView, p: MovablePod) -> None:
         view.gpu_left[g] += p.gpu_milli
 
 
+def occupy(view: NodeView, p: MovablePod) -> None:
+    """Take ``p``'s resources from the scratch node ``view`` again (undoes :func:`release`)."""
+    view.cpu_milli -= p.cpu_milli
+    view.memory_mib -= p.memory_mib
+    view.pods += 1
+    for g in p.gpus:
+        view.gpu_left[g] -= p.gpu_milli
+
+
 def node_natural_wait_s(state: ClusterState, node: int, pods_on_node: list[MovablePod],
                         pod: PodSpec, give_up_at_s: float = math.inf) -> float:
     """Seconds until ``pod`` fits on ``node`` if its pods finish in ``remaining_s`` order

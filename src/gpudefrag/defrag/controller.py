@@ -9,6 +9,11 @@ found is returned as moves that reserve the freed node for its blocked pod; up t
 ``plans_per_tick`` plans per tick, each made on the state the earlier ones leave (their moved
 pods bound on their targets and no longer movable, their freed nodes excluded).
 
+With ``small_pods_per_tick`` > 0, pods asking for at most one GPU (whole or shared) have a
+budget of their own (``small_pods_per_tick`` tries, ``small_plans_per_tick`` plans): their plans
+are mostly cheap consolidations of shared GPUs, and in a shared budget the oldest pods, large
+multi-GPU pods that rarely get a plan, would use up every try.
+
 The planner is also told how many pending pods compete for the room it would free (those
 whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU milli each no
 larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
@@ -39,6 +44,11 @@ class DefragController:
     """The controller plans at most once per tick (a periodic controller, not one per session)."""
     plans_per_tick: int = 1
     """Plans (each for another blocked pod, on the state the earlier ones leave) per tick."""
+    small_pods_per_tick: int = 0
+    """Tries per tick for blocked pods asking for at most one GPU, on a budget of their own
+    (0: they share ``blocked_pods_per_tick`` and ``plans_per_tick`` with the others)."""
+    small_plans_per_tick: int = 1
+    """Plans per tick for those pods when they have their own budget."""
 
     def __post_init__(self) -> None:
         self._last_try: dict[int, float] = {}
@@ -70,6 +80,10 @@ class DefragController:
                    and (q.spec.gpu_milli > 0) == gpu and q.spec.num_gpu <= pod.num_gpu
                    and q.spec.gpu_milli <= pod.gpu_milli)
 
+    def _budget_class(self, spec: PodSpec) -> str:
+        """``small`` for pods of at most one GPU when they have their own budget, else ``main``."""
+        return "small" if self.small_pods_per_tick > 0 and spec.num_gpu <= 1 else "main"
+
     def plan(self, view: SimView, now_s: float) -> list[Move]:
         if now_s - self._last_tick < self.tick_interval_s:
             return []
@@ -78,10 +92,21 @@ class DefragController:
         excluded = set(view.reservations)
         state = None
         running: list[MovablePod] | None = None
-        tried = plans = 0
+        limits = {"main": (self.blocked_pods_per_tick, self.plans_per_tick),
+                  "small": (self.small_pods_per_tick, self.small_plans_per_tick)}
+        tried = {"main": 0, "small": 0}
+        plans = {"main": 0, "small": 0}
+
+        def spent(cls: str) -> bool:
+            return tried[cls] >= limits[cls][0] or plans[cls] >= limits[cls][1]
+
+        active = {"main", "small"} if self.small_pods_per_tick > 0 else {"main"}
         moves: list[Move] = []
         for pending in view.pending:
-            if pending.pod_id in reserved_pods:
+            if all(spent(c) for c in active):
+                break
+            cls = self._budget_class(pending.spec)
+            if spent(cls) or pending.pod_id in reserved_pods:
                 continue
             last = self._last_try.get(pending.pod_id)
             if last is not None and now_s - last < self.replan_after_s:
@@ -96,17 +121,13 @@ class DefragController:
                                      max(1, self.competing(view.pending, pending.spec)),
                                      float(view.workload.duration_s[pending.pod_id]))
             self._last_try[pending.pod_id] = now_s
-            tried += 1
+            tried[cls] += 1
             if plan is not None:
                 moves += [Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node)
                           for m in plan.moves]
-                plans += 1
-                if plans >= self.plans_per_tick:
-                    break
+                plans[cls] += 1
                 running = _apply(state, running, plan.moves)  # as the next plan will find them
                 excluded.add(plan.target_node)
-            if tried >= self.blocked_pods_per_tick:
-                break
         return moves
 
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpudefrag.batch.patterns import NodeView, node_view, place_on_view
-from gpudefrag.defrag.benefit import plan_benefit_gpu_s, queue_harm_gpu_s, release
+from gpudefrag.batch.patterns import NodeView, fits_on_view, node_view, place_on_view
+from gpudefrag.defrag.benefit import occupy, plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
@@ -57,6 +57,9 @@ class PlannerConfig:
     harm_weight: float = 0.0
     """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
     plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
+    consolidate_only: bool = False
+    """Move only pods on shared GPUs, and only into GPUs already shared: a plan then fills room
+    that whole-GPU pods cannot use and never takes a whole free GPU from the queue."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,8 @@ class DefragPlan:
     harm_gpu_s: float = 0.0
 
 
-def _pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
+def _pod_args(pod: PodSpec | MovablePod) -> tuple[int, int, int, int, int]:
+    """The request's shape: CPU, memory, GPU count, GPU milli, accepted GPU models."""
     return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
 
 
@@ -94,14 +98,6 @@ def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
         return True
     accepted = np.array([mask_accepts(pod.gpu_model_mask, int(m)) for m in state.model_id]) & (state.gpu_count > 0)
     return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
-
-
-def _fits_after_removal(view: NodeView, removed: list[MovablePod], pod: PodSpec) -> bool:
-    """Would ``pod`` fit on the node once ``removed`` have left?"""
-    freed = view.copy()
-    for p in removed:
-        release(freed, p)
-    return place_on_view(freed, pod) is not None
 
 
 def _as_spec(p: MovablePod) -> PodSpec:
@@ -142,7 +138,7 @@ class DefragPlanner:
             return views[n]
 
         specs = [_as_spec(p) for p in moved]
-        fits_alone = [self._fits_alone(state, spec) for spec in specs]
+        fits_alone = [self._fits_alone(state, _pod_args(p)) for p in moved]
 
         def assign(k: int) -> bool:
             if k == len(order):
@@ -157,7 +153,7 @@ class DefragPlanner:
                     return False
                 v = view_of(n)
                 trial = v.copy()
-                gpus = place_on_view(trial, spec)
+                gpus = place_on_view(trial, spec, self.config.consolidate_only)
                 if gpus is None:
                     continue
                 views[n] = trial
@@ -169,9 +165,9 @@ class DefragPlanner:
 
         return [c for c in chosen] if assign(0) else None  # type: ignore[misc]
 
-    def _fits_alone(self, state: ClusterState, spec: PodSpec) -> set[int]:
-        """Nodes where ``spec`` fits now, on its own (memoised per plan call by pod shape)."""
-        key = _pod_args(spec)
+    def _fits_alone(self, state: ClusterState, key: tuple[int, int, int, int, int]) -> set[int]:
+        """Nodes where a pod of shape ``key`` (:func:`_pod_args`) fits now, on its own
+        (memoised per plan call)."""
         found = self._fits_memo.get(key)
         if found is None:
             found = set(np.flatnonzero(feasible_mask(
@@ -198,9 +194,19 @@ class DefragPlanner:
         wanted = set(candidates)
         by_node: dict[int, list[MovablePod]] = {}
         on_node: dict[int, list[MovablePod]] = {}
+        homes: dict[tuple, set[int]] = {}  # pod shape -> nodes, not excluded, where it fits now
+
+        def has_other_home(p: MovablePod) -> bool:
+            key = _pod_args(p)
+            if key not in homes:
+                homes[key] = self._fits_alone(state, key) - excluded
+            found = homes[key]
+            return len(found) > 1 or (len(found) == 1 and p.node not in found)
+
         for p in running:
             on_node.setdefault(p.node, []).append(p)
-            if p.movable and p.node in wanted and self._fits_alone(state, _as_spec(p)) - {p.node} - excluded:
+            if (p.movable and p.node in wanted and not (cfg.consolidate_only and p.gpu_milli >= GPU_MILLI_PER_GPU)
+                    and has_other_home(p)):
                 by_node.setdefault(p.node, []).append(p)
         weigh_harm = cfg.harm_weight > 0 and duration_s is not None
         # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
@@ -236,39 +242,40 @@ class DefragPlanner:
 
         whole = pod.gpu_milli >= GPU_MILLI_PER_GPU
         max_gpus = max((p.num_gpu for p in pods_x), default=0)
+        freed = view.copy()  # the node with the pods of ``chosen`` gone (kept in step by the DFS)
+        chosen: list[MovablePod] = []
 
-        def too_few_moves_left(chosen: list[MovablePod]) -> bool:
+        def too_few_moves_left() -> bool:
             """Lower bound: whole-GPU pods need ``num_gpu`` free GPUs; each further move frees
             at most ``max_gpus`` of them."""
             if not whole:
                 return False
-            left = list(view.gpu_left)
-            for p in chosen:
-                for g in p.gpus:
-                    left[g] += p.gpu_milli
-            missing = pod.num_gpu - sum(1 for v in left if v == GPU_MILLI_PER_GPU)
+            missing = pod.num_gpu - sum(1 for v in freed.gpu_left if v == GPU_MILLI_PER_GPU)
             if missing <= 0:
                 return False
             if max_gpus == 0:
                 return True
             return len(chosen) + -(-missing // max_gpus) > self.config.max_moves
 
-        if too_few_moves_left([]):
+        if too_few_moves_left():
             return None
 
-        def dfs(start: int, chosen: list[MovablePod], cost: float) -> None:
+        def dfs(start: int, cost: float) -> None:
             for j in range(start, len(pods_x)):
                 c = cost + costs[j]
                 if c >= best[0]:
                     return  # costs ascend: every later pod costs at least as much
-                subset = chosen + [pods_x[j]]
-                if _fits_after_removal(view, subset, pod):
-                    dest = self.destinations(state, subset, x, excluded)
+                chosen.append(pods_x[j])
+                release(freed, pods_x[j])
+                if fits_on_view(freed, pod):
+                    dest = self.destinations(state, list(chosen), x, excluded)
                     if dest is not None:
-                        best[0], best[1], best[2] = c, subset, dest
-                    continue  # a superset of a fitting set only costs more
-                if len(subset) < self.config.max_moves and not too_few_moves_left(subset):
-                    dfs(j + 1, subset, c)
+                        best[0], best[1], best[2] = c, list(chosen), dest
+                    # a superset of a fitting set only costs more: no deeper search
+                elif len(chosen) < self.config.max_moves and not too_few_moves_left():
+                    dfs(j + 1, c)
+                occupy(freed, pods_x[j])
+                chosen.pop()
 
-        dfs(0, [], 0.0)
+        dfs(0, 0.0)
         return None if best[1] is None else (best[0], best[1], best[2])

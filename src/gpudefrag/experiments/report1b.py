@@ -37,13 +37,21 @@ def _paired_cell(a: list[Run1b], b: list[Run1b], metric: str, digits: int = 2) -
     return f"{p.diff.mean:+.{digits}f} [{p.diff.low:+.{digits}f}, {p.diff.high:+.{digits}f}]"
 
 
+def _small_budget(config: Suite1bConfig) -> str:
+    if config.small_pods_per_tick <= 0:
+        return "pods of one GPU or less share that budget"
+    return (f"plus {config.small_plans_per_tick} plan(s) from {config.small_pods_per_tick} tries "
+            f"for pods of one GPU or less")
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [f"# Suite 1b: {title}", "",
              f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
              f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
              f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
-             f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves, "
+             f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
+             f"({_small_budget(config)}), "
              f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]

@@ -54,6 +54,9 @@ class Suite1bConfig:
     replan_after_s: float = 120.0
     plans_per_tick: int = 2
     blocked_pods_per_tick: int = 4
+    # Pods of at most one GPU get their own budget (chosen on seeds 42-46, load 1.0).
+    small_pods_per_tick: int = 4
+    small_plans_per_tick: int = 2
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24))
     decision_latency_s: float = 0.05
@@ -102,7 +105,9 @@ def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart
         defrag = DefragController(DefragPlanner(planner), tick_interval_s=config.tick_interval_s,
                                   replan_after_s=config.replan_after_s,
                                   plans_per_tick=config.plans_per_tick,
-                                  blocked_pods_per_tick=config.blocked_pods_per_tick)
+                                  blocked_pods_per_tick=config.blocked_pods_per_tick,
+                                  small_pods_per_tick=config.small_pods_per_tick,
+                                  small_plans_per_tick=config.small_plans_per_tick)
     result = run_timed(cluster, workload, scheduler, defrag, TimedConfig(restart_s=restart_s))
     metrics = {m: float(getattr(result, m)) for m in TIMED_METRICS}
     metrics.update(gpu_hours_by_pod_size(result, workload))
