@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -198,3 +199,43 @@ def test_batched_run_is_deterministic(default_inputs):
     b = run_variant("solver-b16", 42, "openb_pod_list_default", cfg, limit_pods=320)
     assert a.decisions_sha256 == b.decisions_sha256
     assert [s.solver_objective for s in a.batches] == [s.solver_objective for s in b.batches]
+
+
+# --------------------------------------------------------------------- keeping FGD's pods
+def test_default_objective_trades_fgds_pod_for_a_larger_one_and_keep_fgd_pods_does_not(gen, typical_small):
+    """One free GPU; the batch is [0.81 GPU, 1 GPU].  FGD starts the first pod in line; the
+    plain objective prefers the larger pod; with ``keep_fgd_pods`` the first pod stays."""
+    state = gen.build_cluster([("G2", 1, 32000, 131072)])
+    pods = [PodSpec(1000, 1024, 1, 810, name="first"), PodSpec(1000, 1024, 1, 1000, name="second")]
+    plain = BatchPlacer(typical_small, FAST).place(state, pods)
+    assert plain.placements[0] is None and plain.placements[1] is not None
+    kept = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True)).place(state, pods)
+    assert kept.placements[0] is not None and kept.placements[1] is None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_keep_fgd_pods_places_every_pod_fgd_places(data, gen, typical_small):
+    state = data.draw(gen.clusters(min_nodes=1, max_nodes=6, max_prior=12))
+    pods = _batch(data, gen, 8)
+    placer = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True))
+    result = placer.place(state, pods)
+    fgd = placer.fgd_plan(state, pods)
+    assert all(r is not None for f, r in zip(fgd, result.placements) if f is not None)
+    nodes = {p.node for p in fgd if p is not None} | {p.node for p in result.placements if p is not None}
+    assert _plan_objective(state, result.placements, typical_small, nodes).at_least(
+        _plan_objective(state, fgd, typical_small, nodes))
+
+
+def test_a_solution_dropping_a_required_pod_is_rejected(monkeypatch, gen, typical_small):
+    state = gen.build_cluster([("G2", 1, 32000, 131072)])
+    pods = [PodSpec(1000, 1024, 1, 810, name="first"), PodSpec(1000, 1024, 1, 1000, name="second")]
+    real = solve_patterns
+
+    def ignores_required(patterns, batch_size, hint, *args):
+        return real(patterns, batch_size, hint, *args[:4])  # drops required_pods
+
+    monkeypatch.setattr(placer_mod, "solve_patterns", ignores_required)
+    placer = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True))
+    result = placer.place(state, pods)
+    assert result.stats.fallback == "invalid" and result.placements == placer.fgd_plan(state, pods)

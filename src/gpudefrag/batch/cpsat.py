@@ -2,7 +2,7 @@
 
 Variables: one Boolean ``use[p]`` per pattern ``p``.
 Constraints: for each node, ``sum(use[p] for p on node) <= 1``; for each pod,
-``sum(use[p] for p containing pod) <= 1``.
+``sum(use[p] for p containing pod) <= 1`` (``== 1`` for the pods listed as required).
 Objective (maximise, exact integer weights, lexicographic):
 ``W_GPU * gpu_milli(p) + W_POD * pods(p) - frag_units(p)`` summed over chosen patterns, where
 ``frag_units`` is the pattern's fragmentation change in units of 1/``FRAG_SCALE`` milli-GPU,
@@ -62,8 +62,11 @@ def pattern_value(p: Pattern, w_gpu: int, w_pod: int) -> int:
 
 
 def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], time_limit_s: float,
-                   deterministic_time: float | None, seed: int = 0, workers: int = 1) -> SolveOutcome:
+                   deterministic_time: float | None, seed: int = 0, workers: int = 1,
+                   required_pods: tuple[int, ...] = ()) -> SolveOutcome:
     """Build, solve and decode.  ``hint``: indices of the patterns of FGD's answer.
+    ``required_pods``: batch indices every solution must place (a pod no pattern holds makes
+    the model infeasible).
 
     ``deterministic_time`` (if given) is the work limit that makes the run reproducible;
     ``time_limit_s`` always bounds the wall clock.
@@ -79,10 +82,13 @@ def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], ti
         by_node.setdefault(p.node, []).append(i)
         for m in p.members:
             by_pod.setdefault(m, []).append(i)
-    # At most one pattern per node; each pod in at most one chosen pattern.
-    for group in list(by_node.values()) + list(by_pod.values()):
+    # At most one pattern per node; each pod in at most one chosen pattern (a required pod: exactly one).
+    required = set(required_pods)
+    for group in list(by_node.values()) + [g for m, g in by_pod.items() if m not in required]:
         if len(group) > 1:
             model.add_at_most_one(use[i] for i in group)
+    for m in sorted(required):
+        model.add_exactly_one(use[i] for i in by_pod.get(m, []))
     values = [pattern_value(p, w_gpu, w_pod) for p in patterns]
     model.maximize(cp_model.LinearExpr.weighted_sum(use, values))
     hinted = set(hint)

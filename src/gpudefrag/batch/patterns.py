@@ -79,14 +79,12 @@ def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) 
     """Place ``pod`` on the scratch node (mutating it); the GPUs used, or ``None`` if it does not fit.
 
     A sharing pod takes the tightest GPU with room; with ``shared_gpus_only``, only a GPU that
-    is already partly used (never a whole free one).
+    is already partly used (never a whole free one).  Whole-GPU pods take the lowest free GPUs.
     """
-    if view.cpu_milli < pod.cpu_milli or view.memory_mib < pod.memory_mib or view.pods + 1 > MAX_PODS_PER_NODE:
+    if not fits_on_view(view, pod):
         return None
     gpus: tuple[int, ...] = ()
     if pod.gpu_milli > 0:
-        if not view.gpu_left or not mask_accepts(pod.gpu_model_mask, view.model):
-            return None
         if pod.is_sharing:
             best = -1
             for g, left in enumerate(view.gpu_left):
@@ -98,10 +96,7 @@ def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) 
                 return None
             gpus = (best,)
         else:
-            free = [g for g, left in enumerate(view.gpu_left) if left == GPU_MILLI_PER_GPU]
-            if len(free) < pod.num_gpu:
-                return None
-            gpus = tuple(free[:pod.num_gpu])
+            gpus = tuple(g for g, left in enumerate(view.gpu_left) if left == GPU_MILLI_PER_GPU)[:pod.num_gpu]
         for g in gpus:
             view.gpu_left[g] -= pod.gpu_milli
     view.cpu_milli -= pod.cpu_milli

@@ -53,6 +53,10 @@ class SolverConfig:
     GPU size, so fragmentation that strands large jobs weighs more."""
     idle_node_penalty_milli: float = 0.0
     """Added to the fragmentation of a plan for every idle node it opens (milli-GPU)."""
+    keep_fgd_pods: bool = False
+    """Every pod FGD's plan places must be placed (the solver may place more pods, or the same
+    ones with less fragmentation, but never trades a pod FGD would start for others): queue
+    order holds where FGD holds it, and a large pod is not dropped for several small ones."""
     min_solver_batch: int = 1
     """Batches with fewer pods take FGD's plan without a solve (FGD's truncated scores and
     tie-break pack better than an exact single-pod optimum: suite 1a, ``solver-b1``)."""
@@ -194,7 +198,10 @@ class BatchPlacer:
         patterns, hint_idx = self.patterns(state, pods, hint)
         if not patterns:  # no pod fits any node: nothing to decide
             return self._fgd_only(hint, fgd_list, len(pods), started)
-        outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
+        required = tuple(i for i, p in enumerate(hint) if p is not None) if self.config.keep_fgd_pods else ()
+        outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods, required)
+        if solver_plan is not None and any(solver_plan[i] is None for i in required):
+            solver_plan, fallback = None, "invalid"  # never trust the solver with the constraint
         chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan)
         fallback = fallback or verdict
         if fallback:
@@ -215,12 +222,13 @@ class BatchPlacer:
             wall_limited=bool(outcome and outcome.wall_limited))
         return BatchResult(chosen_plan, stats)
 
-    def _solve(self, patterns: list[Pattern], hint_idx: list[int], pods: list[PodSpec]):
+    def _solve(self, patterns: list[Pattern], hint_idx: list[int], pods: list[PodSpec],
+               required: tuple[int, ...] = ()):
         """(outcome, decoded plan or None, fallback reason or "")."""
         try:
             outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
                                      self.config.deterministic_time if self.config.deterministic else None,
-                                     self.config.seed, self.config.workers)
+                                     self.config.seed, self.config.workers, required)
         except Exception as exc:  # a solver crash must never stop a run: fall back and count it
             self.last_error = repr(exc)
             return None, None, "error"

@@ -52,7 +52,8 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
              f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
              f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
              f"({_small_budget(config)}), "
-             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}.  "
+             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}; "
+             f"solver: {'keeps every pod FGD places' if config.solver.keep_fgd_pods else 'may drop pods FGD places'}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
     for load in config.loads:
