@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from gpudefrag.batch.patterns import NodeView, node_view, place_on_view
+from gpudefrag.batch.patterns import NodeView, fits_on_view, node_view, place_on_view
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
@@ -53,13 +53,13 @@ def node_natural_wait_s(state: ClusterState, node: int, pods_on_node: list[Movab
     """Seconds until ``pod`` fits on ``node`` if its pods finish in ``remaining_s`` order
     (0 if it fits now, ``inf`` if it never does, or as soon as the wait reaches ``give_up_at_s``)."""
     view = node_view(state, node)
-    if place_on_view(view.copy(), pod) is not None:
+    if fits_on_view(view, pod):
         return 0.0
     for p in sorted(pods_on_node, key=lambda q: (q.remaining_s, q.pod_id)):
         if p.remaining_s >= give_up_at_s:
             return math.inf
         release(view, p)
-        if place_on_view(view.copy(), pod) is not None:
+        if fits_on_view(view, pod):
             return max(p.remaining_s, 0.0)
     return math.inf
 

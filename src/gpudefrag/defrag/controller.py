@@ -139,8 +139,7 @@ def _apply(state: ClusterState, running: list[MovablePod], moves) -> list[Movabl
     for p in running:
         m = moved.get(p.pod_id)
         if m is not None:
-            spec = PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
-            state.bind(Placement(m.to_node, m.to_gpus, spec))
+            state.bind(Placement(m.to_node, m.to_gpus, p.spec))
             p = replace(p, movable=False)
         out.append(p)
     return out

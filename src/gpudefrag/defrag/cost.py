@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpudefrag.model.pods import PodSpec
+
 CPU_POD_GPU_EQUIVALENT = 0.01
 
 
@@ -37,6 +39,11 @@ class MovablePod:
         """GPUs held (fractional for sharing pods), with a floor for CPU-only pods."""
         held = self.num_gpu * self.gpu_milli / 1000.0
         return held if held > 0 else CPU_POD_GPU_EQUIVALENT
+
+    @property
+    def spec(self) -> PodSpec:
+        """The pod's request, as the placement helpers take it."""
+        return PodSpec(self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, self.gpu_model_mask)
 
 
 def lost_work_s(run_time_s: float, interval_s: float, phase_s: float) -> float:

@@ -100,10 +100,6 @@ def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
     return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
 
 
-def _as_spec(p: MovablePod) -> PodSpec:
-    return PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
-
-
 class DefragPlanner:
     """Exact cheapest-migration search (see the module docstring)."""
 
@@ -137,7 +133,7 @@ class DefragPlanner:
                 views[n] = node_view(state, n)
             return views[n]
 
-        specs = [_as_spec(p) for p in moved]
+        specs = [p.spec for p in moved]
         fits_alone = [self._fits_alone(state, _pod_args(p)) for p in moved]
 
         def assign(k: int) -> bool:
