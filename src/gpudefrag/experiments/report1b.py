@@ -7,17 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
+from gpudefrag.experiments import bars1b
 from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.bars1b import CONTROL, paired_to_control
 from gpudefrag.experiments.environment import environment_lines
-from gpudefrag.experiments.stats import mean_ci, paired
+from gpudefrag.experiments.stats import mean_ci
 from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
+from gpudefrag.experiments.suite1b import select_runs as _select
 
-CONTROL = "fgd"
-
-
-def _select(runs: list[Run1b], variant: str, load: float, restart_s: float) -> list[Run1b]:
-    return sorted((r for r in runs if r.variant == variant and r.load == load and r.restart_s == restart_s),
-                  key=lambda r: r.seed)
+TRADEOFF_PNG = "suite1b-tradeoff.png"
 
 
 def write_csv(runs: list[Run1b], path: Path) -> Path:
@@ -32,8 +30,11 @@ def write_csv(runs: list[Run1b], path: Path) -> Path:
     return path
 
 
-def _paired_cell(a: list[Run1b], b: list[Run1b], metric: str, digits: int = 2) -> str:
-    p = paired([r.metrics[metric] for r in a], [r.metrics[metric] for r in b])
+def _paired_cell(runs: list[Run1b], variant: str, load: float, restart_s: float, metric: str,
+                 digits: int = 2, control_restart_s: float | None = None) -> str:
+    p = paired_to_control(runs, variant, load, restart_s, metric, control_restart_s)
+    if p is None:
+        return "n/a"
     return f"{p.diff.mean:+.{digits}f} [{p.diff.low:+.{digits}f}, {p.diff.high:+.{digits}f}]"
 
 
@@ -81,10 +82,12 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                 rs = _select(runs, v, load, config.restart_s)
                 if v == CONTROL or not rs:
                     continue
-                p = paired([r.metrics["gpu_alloc_pct"] for r in rs], [r.metrics["gpu_alloc_pct"] for r in control])
-                lines.append(f"| {v} | {_paired_cell(rs, control, 'gpu_alloc_pct')} | "
-                             f"{_paired_cell(rs, control, 'wait_p95_s', 0)} | "
-                             f"{_paired_cell(rs, control, 'stranded_8gpu', 1)} | {p.wins} / {p.losses} |")
+                p = paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
+                if p is None:
+                    continue
+                cells = [_paired_cell(runs, v, load, config.restart_s, m, d)
+                         for m, d in (("gpu_alloc_pct", 2), ("wait_p95_s", 0), ("stranded_8gpu", 1))]
+                lines.append(f"| {v} | {' | '.join(cells)} | {p.wins} / {p.losses} |")
         lines.append("")
     sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
     control = _select(runs, CONTROL, config.sweep_load, config.restart_s)
@@ -94,12 +97,24 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                   "|---|---|---|---|---|"]
         for rs_s in sweep:
             rs = _select(runs, config.sweep_variant, config.sweep_load, rs_s)
-            lines.append(f"| {rs_s:g} | {_paired_cell(rs, control, 'gpu_alloc_pct')} | "
+            alloc, wait = (_paired_cell(runs, config.sweep_variant, config.sweep_load, rs_s, m, d,
+                                        control_restart_s=config.restart_s)
+                           for m, d in (("gpu_alloc_pct", 2), ("wait_p95_s", 0)))
+            lines.append(f"| {rs_s:g} | {alloc} | "
                          f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
-                         f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | "
-                         f"{_paired_cell(rs, control, 'wait_p95_s', 0)} |")
+                         f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait} |")
         lines.append("")
-    lines += ["![allocation](suite1b.png)", ""]
+    lines += bars1b.markdown_lines(runs, config)
+    lines += ["![allocation](suite1b.png)", "",
+              "Each point below is one seed: allocation gained over FGD against p95 wait added; the "
+              "shaded box is where the defrag bar asks a variant's mean to land (load 1.0).", "",
+              f"![trade-off]({TRADEOFF_PNG})", ""]
+    for load in config.loads:
+        fit = tradeoff_slope(runs, config, load)
+        if fit is not None:
+            lines.append(f"- Load {load:.1f}: over every variant and seed, each +1 pp of allocation over FGD came "
+                         f"with {fit[0]:+.0f} s of p95 wait (least squares, R² {fit[1]:.2f}, {fit[2]} points).")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -117,12 +132,11 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         for k, v in enumerate(others):
             means, errs = [], []
             for load in config.loads:
-                rs, ctl = _select(runs, v, load, config.restart_s), _select(runs, CONTROL, load, config.restart_s)
-                if not rs or not ctl:
+                p = paired_to_control(runs, v, load, config.restart_s, metric)
+                if p is None:
                     means.append(np.nan)
                     errs.append(0)
                     continue
-                p = paired([r.metrics[metric] for r in rs], [r.metrics[metric] for r in ctl])
                 means.append(p.diff.mean)
                 errs.append(p.diff.half_width)
             ax.bar(np.arange(len(config.loads)) + k * width, means, width, yerr=errs, capsize=3, label=v)
@@ -134,16 +148,23 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     axes[0].set_title("Allocation vs FGD (paired, 95 % CI)")
     axes[1].set_title("p95 wait vs FGD (paired, 95 % CI)")
     sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
-    ctl = _select(runs, CONTROL, config.sweep_load, config.restart_s)
-    if sweep and ctl:
-        diffs = [paired([r.metrics["gpu_alloc_pct"] for r in _select(runs, config.sweep_variant, config.sweep_load, s)],
-                        [r.metrics["gpu_alloc_pct"] for r in ctl]).diff for s in sweep]
+    diffs = [paired_to_control(runs, config.sweep_variant, config.sweep_load, s, "gpu_alloc_pct",
+                               control_restart_s=config.restart_s) for s in sweep]
+    diffs = [p.diff for p in diffs if p is not None]
+    if sweep and len(diffs) == len(sweep):
         axes[2].errorbar(sweep, [d.mean for d in diffs], yerr=[d.half_width for d in diffs], marker="o", capsize=3)
         axes[2].axhline(0, color="black", linewidth=0.8)
         axes[2].set_xscale("log")
         axes[2].set_xlabel("restart time (s)")
         axes[2].set_ylabel("allocation minus FGD (pp)")
         axes[2].set_title(f"When defrag stops paying ({config.sweep_variant}, load {config.sweep_load:g})")
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` through a temporary file (no half-written PNG) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     tmp = path.with_suffix(".part.png")
     fig.savefig(tmp, dpi=110)
@@ -152,9 +173,86 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     return path
 
 
+def per_seed_differences(runs: list[Run1b], variant: str, load: float, restart_s: float,
+                         metric: str) -> dict[int, float]:
+    """``variant - FGD`` on ``metric`` for each seed both ran."""
+    control = {r.seed: r.metrics[metric] for r in _select(runs, CONTROL, load, restart_s)}
+    return {r.seed: r.metrics[metric] - control[r.seed]
+            for r in _select(runs, variant, load, restart_s) if r.seed in control}
+
+
+def tradeoff_points(runs: list[Run1b], config: Suite1bConfig, load: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every (variant other than FGD, seed) at ``load``: allocation gained (pp) and p95 wait
+    added (s) over FGD."""
+    xs, ys = [], []
+    for v in config.variants:
+        if v == CONTROL:
+            continue
+        alloc = per_seed_differences(runs, v, load, config.restart_s, "gpu_alloc_pct")
+        wait = per_seed_differences(runs, v, load, config.restart_s, "wait_p95_s")
+        for seed in sorted(alloc.keys() & wait.keys()):
+            xs.append(alloc[seed])
+            ys.append(wait[seed])
+    return np.array(xs), np.array(ys)
+
+
+def tradeoff_slope(runs: list[Run1b], config: Suite1bConfig, load: float) -> tuple[float, float, int] | None:
+    """Least-squares slope of p95 wait added on allocation gained over the points of
+    :func:`tradeoff_points` (s per pp), its R², and the number of points; ``None`` with fewer
+    than three points or no spread in allocation."""
+    x, y = tradeoff_points(runs, config, load)
+    if len(x) < 3 or np.ptp(x) == 0:
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    total = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((resid ** 2).sum()) / total if total > 0 else 1.0
+    return float(slope), r2, len(x)
+
+
+def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
+    """One panel per load: each seed's (allocation gained, p95 wait added) over FGD per variant,
+    the variant means as large markers, and at load 1.0 the box the defrag bar asks for."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    loads = list(config.loads)
+    fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4.5), squeeze=False)
+    others = [v for v in config.variants if v != CONTROL]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, load in zip(axes[0], loads):
+        for k, v in enumerate(others):
+            alloc = per_seed_differences(runs, v, load, config.restart_s, "gpu_alloc_pct")
+            wait = per_seed_differences(runs, v, load, config.restart_s, "wait_p95_s")
+            seeds = sorted(alloc.keys() & wait.keys())
+            if not seeds:
+                continue
+            x, y = [alloc[s] for s in seeds], [wait[s] for s in seeds]
+            colour = colours[k % len(colours)]
+            ax.scatter(x, y, s=18, alpha=0.55, color=colour)
+            ax.scatter([np.mean(x)], [np.mean(y)], s=110, marker="D", edgecolor="black", color=colour, label=v)
+        if load == bars1b.DEFRAG_LOAD:
+            x_hi = max(ax.get_xlim()[1], bars1b.DEFRAG_MIN_GAIN_PP + 0.5)
+            y_lo = min(ax.get_ylim()[0], -10.0)
+            ax.fill_between([bars1b.DEFRAG_MIN_GAIN_PP, x_hi], y_lo, bars1b.DEFRAG_MAX_P95_WAIT_S,
+                            color="green", alpha=0.12, label="defrag bar (mean)")
+            ax.set_xlim(right=x_hi)
+            ax.set_ylim(bottom=y_lo)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("GPU allocation minus FGD (pp)")
+        ax.set_ylabel("wait p95 minus FGD (s)")
+        ax.set_title(f"Offered load {load:.1f}: one point per seed")
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, path)
+
+
 def write_report(runs: list[Run1b], config: Suite1bConfig, folder: Path, wall_s: float, title: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [write_csv(runs, folder / "results.csv"), write_chart(runs, config, folder / "suite1b.png")]
+    paths = [write_csv(runs, folder / "results.csv"), write_chart(runs, config, folder / "suite1b.png"),
+             write_tradeoff_chart(runs, config, folder / TRADEOFF_PNG)]
     md = folder / "report.md"
     with atomic_write(md) as fh:
         fh.write(markdown(runs, config, wall_s, title))

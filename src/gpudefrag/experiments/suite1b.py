@@ -77,6 +77,12 @@ class Run1b:
     wall_s: float
 
 
+def select_runs(runs: list[Run1b], variant: str, load: float, restart_s: float) -> list[Run1b]:
+    """The runs of one (variant, load, restart time), by seed."""
+    return sorted((r for r in runs if r.variant == variant and r.load == load and r.restart_s == restart_s),
+                  key=lambda r: r.seed)
+
+
 @lru_cache(maxsize=4)
 def _durations(workload: str) -> np.ndarray:
     return durations_from_table(load_workload(workload))

@@ -1,0 +1,105 @@
+"""Suite 1b's report: the bar verdicts, the seed pairing and the trade-off fit, on made-up runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudefrag.experiments import bars1b, report1b
+from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
+
+SEEDS = (1, 2, 3, 4, 5)
+LOADS = (0.9, 1.0, 1.1)
+
+
+def _run(variant: str, load: float, seed: int, alloc: float, p95: float = 100.0, restart_s: float = 60.0) -> Run1b:
+    metrics = {m: 0.0 for m in METRICS}
+    metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95)
+    return Run1b(variant, load, seed, restart_s, metrics, "hash", 0.0)
+
+
+def _suite(gain: dict[str, float], p95_added: dict[str, float], spread: float = 0.1) -> list[Run1b]:
+    """FGD at 90 % and 100 s p95 on every (load, seed); each other variant ``gain[v]`` pp and
+    ``p95_added[v]`` s above it, give or take ``spread`` pp over the seeds (mean unchanged)."""
+    runs = []
+    for load in LOADS:
+        for k, seed in enumerate(SEEDS):
+            runs.append(_run("fgd", load, seed, 90.0))
+            for v in gain:
+                jitter = spread * (-1, 1, -1, 1, 0)[k]
+                runs.append(_run(v, load, seed, 90.0 + gain[v] + jitter, 100.0 + p95_added[v]))
+    return runs
+
+
+CONFIG = Suite1bConfig(seeds=SEEDS, loads=LOADS, variants=("fgd", "solver", "fgd+defrag", "solver+defrag"))
+
+
+def _verdicts(runs: list[Run1b]) -> tuple[bool | None, bool | None]:
+    solver, defrag = bars1b.bar_checks(runs, CONFIG)
+    return solver.met, defrag.met
+
+
+def test_both_bars_met():
+    runs = _suite({"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5}, {"solver": 0, "fgd+defrag": 50,
+                                                                          "solver+defrag": 10})
+    assert _verdicts(runs) == (True, True)
+
+
+def test_solver_bar_missed_by_a_hair_at_one_load():
+    runs = _suite({"solver": 0.2, "fgd+defrag": 1.2}, {"solver": 0, "fgd+defrag": 50})
+    runs = [_run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"] - 0.21)
+            if r.variant == "solver" and r.load == 1.0 else r for r in runs]
+    check = bars1b.solver_bar(runs, CONFIG)
+    assert check.met is False
+    assert "load 1.0: -0.010 pp" in check.measured
+
+
+def test_defrag_bar_missed_on_wait_on_gain_and_on_a_wide_interval():
+    assert _verdicts(_suite({"solver": 0, "fgd+defrag": 1.2}, {"solver": 0, "fgd+defrag": 61}))[1] is False
+    assert _verdicts(_suite({"solver": 0, "fgd+defrag": 0.99}, {"solver": 0, "fgd+defrag": 0}))[1] is False
+    wide = _suite({"solver": 0, "fgd+defrag": 1.1}, {"solver": 0, "fgd+defrag": 0}, spread=3.0)
+    assert _verdicts(wide)[1] is False  # mean +1.1 pp but seeds from -1.9 to +4.1 pp: CI crosses zero
+
+
+def test_one_defrag_variant_is_enough():
+    runs = _suite({"solver": 0, "fgd+defrag": 0.5, "solver+defrag": 1.5}, {"solver": 0, "fgd+defrag": 0,
+                                                                        "solver+defrag": 59})
+    check = bars1b.defrag_bar(runs, CONFIG)
+    assert check.met is True
+    assert "solver+defrag: +1.50 pp" in check.measured
+
+
+def test_bars_not_run_without_the_variants():
+    runs = _suite({"bestfit": 1.0}, {"bestfit": 0})
+    assert _verdicts(runs) == (None, None)
+
+
+def test_pairs_by_seed_not_by_position():
+    runs = [_run("fgd", 1.0, 1, 90.0), _run("fgd", 1.0, 2, 80.0), _run("fgd", 1.0, 3, 70.0),
+            _run("fgd+defrag", 1.0, 3, 71.0), _run("fgd+defrag", 1.0, 1, 91.0)]
+    p = bars1b.paired_to_control(runs, "fgd+defrag", 1.0, 60.0, "gpu_alloc_pct")
+    assert p is not None and p.diff.n == 2
+    assert p.diff.mean == pytest.approx(1.0)
+    assert bars1b.paired_to_control(runs, "solver", 1.0, 60.0, "gpu_alloc_pct") is None
+
+
+def test_tradeoff_slope_recovers_a_line_and_needs_spread():
+    runs = [_run("fgd", 1.0, s, 90.0, 100.0) for s in SEEDS]
+    runs += [_run("fgd+defrag", 1.0, s, 90.0 + 0.5 * s, 100.0 + 40.0 * 0.5 * s + 7.0) for s in SEEDS]
+    slope, r2, n = report1b.tradeoff_slope(runs, CONFIG, 1.0)
+    assert slope == pytest.approx(40.0)
+    assert r2 == pytest.approx(1.0)
+    assert n == len(SEEDS)
+    flat = [_run("fgd", 1.0, s, 90.0) for s in SEEDS] + [_run("solver", 1.0, s, 91.0) for s in SEEDS]
+    assert report1b.tradeoff_slope(flat, CONFIG, 1.0) is None
+
+
+def test_write_report_writes_every_file_with_the_bars(tmp_path):
+    runs = _suite({"solver": -0.1, "fgd+defrag": 1.2, "solver+defrag": 0.4},
+                  {"solver": 0, "fgd+defrag": 80, "solver+defrag": 0})
+    paths = report1b.write_report(runs, CONFIG, tmp_path / "out", 1.0, "test")
+    assert sorted(p.name for p in paths) == ["report.md", "results.csv", "suite1b-tradeoff.png", "suite1b.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert not list((tmp_path / "out").glob("*.part*"))
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| solver placement: mean allocation difference to FGD >= 0 at every load | **missed** |" in text
+    assert "fgd+defrag: +1.20 pp" in text and "p95 +80 s" in text
