@@ -33,17 +33,29 @@ class BarCheck:
     measured: str
 
 
-def paired_to_control(runs: list[Run1b], variant: str, load: float, restart_s: float, metric: str,
-                      control_restart_s: float | None = None) -> Paired | None:
-    """Paired ``variant - FGD`` on ``metric`` over the seeds both ran (``None`` if none).
-    FGD's runs are taken at ``control_restart_s`` (default ``restart_s``)."""
+def _matched(runs: list[Run1b], variant: str, load: float, restart_s: float, metric: str,
+             control_restart_s: float | None) -> tuple[list[int], list[float], list[float]]:
+    """Seeds both ``variant`` and FGD ran, with ``metric`` of each (FGD at ``control_restart_s``,
+    default ``restart_s``)."""
     ctl_restart = restart_s if control_restart_s is None else control_restart_s
     treat = {r.seed: r.metrics[metric] for r in select_runs(runs, variant, load, restart_s)}
     control = {r.seed: r.metrics[metric] for r in select_runs(runs, CONTROL, load, ctl_restart)}
     seeds = sorted(treat.keys() & control.keys())
-    if not seeds:
-        return None
-    return paired([treat[s] for s in seeds], [control[s] for s in seeds])
+    return seeds, [treat[s] for s in seeds], [control[s] for s in seeds]
+
+
+def paired_to_control(runs: list[Run1b], variant: str, load: float, restart_s: float, metric: str,
+                      control_restart_s: float | None = None) -> Paired | None:
+    """Paired ``variant - FGD`` on ``metric`` over the seeds both ran (``None`` if none)."""
+    seeds, treat, control = _matched(runs, variant, load, restart_s, metric, control_restart_s)
+    return paired(treat, control) if seeds else None
+
+
+def per_seed_differences(runs: list[Run1b], variant: str, load: float, restart_s: float,
+                         metric: str) -> dict[int, float]:
+    """``variant - FGD`` on ``metric`` for each seed both ran."""
+    seeds, treat, control = _matched(runs, variant, load, restart_s, metric, None)
+    return {s: a - b for s, a, b in zip(seeds, treat, control)}
 
 
 def solver_bar(runs: list[Run1b], config: Suite1bConfig) -> BarCheck:

@@ -9,7 +9,7 @@ import numpy as np
 
 from gpudefrag.experiments import bars1b
 from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.bars1b import CONTROL, paired_to_control
+from gpudefrag.experiments.bars1b import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.environment import environment_lines
 from gpudefrag.experiments.stats import mean_ci
 from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
@@ -171,14 +171,6 @@ def _save(fig, path: Path) -> Path:
     plt.close(fig)
     tmp.replace(path)
     return path
-
-
-def per_seed_differences(runs: list[Run1b], variant: str, load: float, restart_s: float,
-                         metric: str) -> dict[int, float]:
-    """``variant - FGD`` on ``metric`` for each seed both ran."""
-    control = {r.seed: r.metrics[metric] for r in _select(runs, CONTROL, load, restart_s)}
-    return {r.seed: r.metrics[metric] - control[r.seed]
-            for r in _select(runs, variant, load, restart_s) if r.seed in control}
 
 
 def tradeoff_points(runs: list[Run1b], config: Suite1bConfig, load: float) -> tuple[np.ndarray, np.ndarray]:
