@@ -97,13 +97,12 @@ class DefragController:
         tried = {"main": 0, "small": 0}
         plans = {"main": 0, "small": 0}
 
-        def spent(cls: str) -> bool:
+        def spent(cls: str) -> bool:  # "small" with no budget of its own is always spent
             return tried[cls] >= limits[cls][0] or plans[cls] >= limits[cls][1]
 
-        active = {"main", "small"} if self.small_pods_per_tick > 0 else {"main"}
         moves: list[Move] = []
         for pending in view.pending:
-            if all(spent(c) for c in active):
+            if spent("main") and spent("small"):
                 break
             cls = self._budget_class(pending.spec)
             if spent(cls) or pending.pod_id in reserved_pods:

@@ -118,12 +118,18 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
     return "\n".join(lines)
 
 
-def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
+def _pyplot():
+    """matplotlib.pyplot on the file-only Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     others = [v for v in config.variants if v != CONTROL]
     width = 0.8 / max(len(others), 1)
@@ -163,28 +169,32 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
 
 def _save(fig, path: Path) -> Path:
     """Write ``fig`` to ``path`` through a temporary file (no half-written PNG) and close it."""
-    import matplotlib.pyplot as plt
-
     fig.tight_layout()
     tmp = path.with_suffix(".part.png")
     fig.savefig(tmp, dpi=110)
-    plt.close(fig)
+    _pyplot().close(fig)
     tmp.replace(path)
     return path
+
+
+def _variant_points(runs: list[Run1b], variant: str, load: float, restart_s: float) -> tuple[list[float], list[float]]:
+    """``variant``'s allocation gained (pp) and p95 wait added (s) over FGD, one pair per seed."""
+    alloc = per_seed_differences(runs, variant, load, restart_s, "gpu_alloc_pct")
+    wait = per_seed_differences(runs, variant, load, restart_s, "wait_p95_s")
+    seeds = sorted(alloc.keys() & wait.keys())
+    return [alloc[s] for s in seeds], [wait[s] for s in seeds]
 
 
 def tradeoff_points(runs: list[Run1b], config: Suite1bConfig, load: float) -> tuple[np.ndarray, np.ndarray]:
     """Every (variant other than FGD, seed) at ``load``: allocation gained (pp) and p95 wait
     added (s) over FGD."""
-    xs, ys = [], []
+    xs: list[float] = []
+    ys: list[float] = []
     for v in config.variants:
-        if v == CONTROL:
-            continue
-        alloc = per_seed_differences(runs, v, load, config.restart_s, "gpu_alloc_pct")
-        wait = per_seed_differences(runs, v, load, config.restart_s, "wait_p95_s")
-        for seed in sorted(alloc.keys() & wait.keys()):
-            xs.append(alloc[seed])
-            ys.append(wait[seed])
+        if v != CONTROL:
+            x, y = _variant_points(runs, v, load, config.restart_s)
+            xs += x
+            ys += y
     return np.array(xs), np.array(ys)
 
 
@@ -205,23 +215,16 @@ def tradeoff_slope(runs: list[Run1b], config: Suite1bConfig, load: float) -> tup
 def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     """One panel per load: each seed's (allocation gained, p95 wait added) over FGD per variant,
     the variant means as large markers, and at load 1.0 the box the defrag bar asks for."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     loads = list(config.loads)
     fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4.5), squeeze=False)
     others = [v for v in config.variants if v != CONTROL]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, load in zip(axes[0], loads):
         for k, v in enumerate(others):
-            alloc = per_seed_differences(runs, v, load, config.restart_s, "gpu_alloc_pct")
-            wait = per_seed_differences(runs, v, load, config.restart_s, "wait_p95_s")
-            seeds = sorted(alloc.keys() & wait.keys())
-            if not seeds:
+            x, y = _variant_points(runs, v, load, config.restart_s)
+            if not x:
                 continue
-            x, y = [alloc[s] for s in seeds], [wait[s] for s in seeds]
             colour = colours[k % len(colours)]
             ax.scatter(x, y, s=18, alpha=0.55, color=colour)
             ax.scatter([np.mean(x)], [np.mean(y)], s=110, marker="D", edgecolor="black", color=colour, label=v)
