@@ -20,6 +20,7 @@ import pytest
 
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec, pod_batch
 from gpudefrag.sim.timed import EVICT_DONE, RESTART_DONE, TimedConfig, run_timed
 from gpudefrag.workloads.synthetic import SyntheticWorkload
@@ -67,9 +68,9 @@ def controller(max_moves: int = 4, margin: float = 0.5) -> DefragController:
     return ctl
 
 
-def run(gen, wl: SyntheticWorkload, defrag=None, hook=None):
+def run(gen, wl: SyntheticWorkload, defrag=None, hook=None, extra_nodes=()):
     pins = {f"L{i}": i // 4 for i in range(8)}
-    return run_timed(gen.build_cluster([G2, G2]), wl, Pinned(pins), defrag,
+    return run_timed(gen.build_cluster([G2, G2, *extra_nodes]), wl, Pinned(pins), defrag,
                      TimedConfig(eviction_grace_s=GRACE, restart_s=RESTART, full_check_every=1),
                      hook=hook)
 
@@ -165,3 +166,33 @@ def test_controller_runs_are_deterministic(gen):
     assert a.event_hash == b.event_hash and a.events_processed == b.events_processed
     assert np.array_equal(a.completion_s, b.completion_s, equal_nan=True)
     assert a.event_hash != run(gen, scenario()).event_hash
+
+
+# ----------------------------------------------------------------------------- (f) headroom
+@pytest.mark.parametrize("headroom_fraction, planned", [
+    (0.0, True),
+    (0.11, True),    # with B placed 2 of 18 GPUs (0.111) stay free: enough
+    (0.12, False),   # ... not enough: B waits for the long pods, as without the controller
+])
+def test_headroom_gates_plans_for_multi_gpu_pods(gen, headroom_fraction, planned):
+    # a third, empty 2-GPU node: B still fits no node, and with it placed 2 GPUs stay free
+    ctl = controller()
+    ctl.headroom_fraction = headroom_fraction
+    r = run(gen, scenario(), ctl, extra_nodes=[("G2", 2, 96000, 393216)])
+    if planned:
+        assert r.migrations_executed == 4 and r.reservations_fulfilled == 1
+        assert r.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0)
+    else:
+        assert_no_moves(r, 1 + LONG + 1.0)
+
+
+def test_headroom_never_gates_pods_of_one_gpu_or_less(gen):
+    ctl = DefragController.with_config(PlannerConfig())
+    ctl.headroom_fraction = 0.99
+    state = gen.build_cluster([G2])
+    state.bind(Placement(0, (0, 1, 2, 3, 4, 5, 6), PodSpec(1000, 1024, 7, 1000, -1, "full")))
+    assert ctl.leaves_headroom(state, PodSpec(1000, 1024, 1, 1000, -1, "one"))
+    assert ctl.leaves_headroom(state, PodSpec(1000, 1024, 1, 300, -1, "shared"))
+    assert not ctl.leaves_headroom(state, PodSpec(1000, 1024, 2, 1000, -1, "two"))
+    with pytest.raises(ValueError, match="headroom_fraction"):
+        DefragController(ctl.planner, headroom_fraction=1.0)

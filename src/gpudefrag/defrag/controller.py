@@ -14,6 +14,12 @@ budget of their own (``small_pods_per_tick`` tries, ``small_plans_per_tick`` pla
 are mostly cheap consolidations of shared GPUs, and in a shared budget the oldest pods, large
 multi-GPU pods that rarely get a plan, would use up every try.
 
+With ``headroom_fraction`` > 0, a pod asking for 2+ GPUs is planned for only while, with it
+placed, at least that fraction of the cluster's GPU capacity would stay free (shared GPUs'
+remainders included).  Near full load a multi-GPU pod served by migration takes room that the
+stream of small arrivals would have used, and they queue; below the headroom each GPU served
+that way costs far more wait than above it.
+
 The planner is also told how many pending pods compete for the room it would free (those
 whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU milli each no
 larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
@@ -49,8 +55,13 @@ class DefragController:
     (0: they share ``blocked_pods_per_tick`` and ``plans_per_tick`` with the others)."""
     small_plans_per_tick: int = 1
     """Plans per tick for those pods when they have their own budget."""
+    headroom_fraction: float = 0.0
+    """Pods of 2+ GPUs get plans only while this fraction of GPU capacity would stay free
+    with them placed (0: always)."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.headroom_fraction < 1.0:
+            raise ValueError(f"headroom_fraction must be in [0, 1), got {self.headroom_fraction}")
         self._last_try: dict[int, float] = {}
         self._last_tick = float("-inf")
 
@@ -79,6 +90,14 @@ class DefragController:
                    if q.spec.cpu_milli <= pod.cpu_milli and q.spec.memory_mib <= pod.memory_mib
                    and (q.spec.gpu_milli > 0) == gpu and q.spec.num_gpu <= pod.num_gpu
                    and q.spec.gpu_milli <= pod.gpu_milli)
+
+    def leaves_headroom(self, state: ClusterState, pod: PodSpec) -> bool:
+        """True if ``pod`` asks for at most one GPU, or if with it placed at least
+        ``headroom_fraction`` of the GPU capacity would still be free."""
+        if pod.num_gpu < 2 or self.headroom_fraction <= 0.0:
+            return True
+        free_after_milli = int(state.gpu_milli_left.sum()) - pod.num_gpu * pod.gpu_milli
+        return free_after_milli >= self.headroom_fraction * state.gpu_capacity_milli
 
     def _budget_class(self, spec: PodSpec) -> str:
         """``small`` for pods of at most one GPU when they have their own budget, else ``main``."""
@@ -112,7 +131,8 @@ class DefragController:
                 continue
             if state is None:
                 state = view.state
-            if not blocked_by_fragmentation(state, pending.spec):
+            if not (blocked_by_fragmentation(state, pending.spec)
+                    and self.leaves_headroom(state, pending.spec)):
                 continue
             if running is None:
                 running = self._movable(view)
