@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpudefrag.experiments import bars1b, report1b
@@ -103,3 +105,11 @@ def test_write_report_writes_every_file_with_the_bars(tmp_path):
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| solver placement: mean allocation difference to FGD >= 0 at every load | **missed** |" in text
     assert "fgd+defrag: +1.20 pp" in text and "p95 +80 s" in text
+
+
+@pytest.mark.parametrize("fraction, said", [(0.05, "only while 5 % of the GPUs would stay free"),
+                                            (0.0, "no headroom gate")])
+def test_report_states_the_headroom_gate(fraction, said):
+    runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
+    text = report1b.markdown(runs, replace(CONFIG, headroom_fraction=fraction), 1.0, "test")
+    assert said in text

@@ -45,6 +45,13 @@ def _small_budget(config: Suite1bConfig) -> str:
             f"for pods of one GPU or less")
 
 
+def _headroom(config: Suite1bConfig) -> str:
+    if config.headroom_fraction <= 0:
+        return "no headroom gate"
+    return (f"pods of 2+ GPUs planned for only while {100 * config.headroom_fraction:g} % of the "
+            f"GPUs would stay free with them placed")
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [f"# Suite 1b: {title}", "",
@@ -52,7 +59,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
              f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
              f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
              f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
-             f"({_small_budget(config)}), "
+             f"({_small_budget(config)}; {_headroom(config)}), "
              f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}; "
              f"solver: {'keeps every pod FGD places' if config.solver.keep_fgd_pods else 'may drop pods FGD places'}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]

@@ -46,8 +46,9 @@ class Suite1bConfig:
     sweep_load: float = 1.0
     sweep_variant: str = "fgd+defrag"
     # Defrag settings chosen on seeds 42-46 at load 1.0 (largest allocation gain at the least
-    # p95-wait cost among the settings tried; without the headroom gate below none kept p95 within +60 s at +1 pp).  Four plans
-    # and 16 tries per tick did better on 42-46 but pushed the whole suite past 45 minutes.
+    # p95-wait cost among the settings tried; without the headroom gate below none kept p95
+    # within +60 s at +1 pp).  Four plans and 16 tries per tick did better on 42-46 but pushed
+    # the whole suite past 45 minutes.
     planner: PlannerConfig = field(default_factory=lambda: PlannerConfig(
         max_moves=8, margin=0.5, start_delay_s=30.0, harm_weight=1.0))
     tick_interval_s: float = 30.0
@@ -62,6 +63,8 @@ class Suite1bConfig:
     # p95 wait over FGD): no gate +1.17/+65 and +1.29/+82; 4 % +1.13/+60 and +1.21/+71; 5 %
     # +1.07/+15 and +1.12/+37; 6 % +0.94/-22 and +1.00/-14.  At loads 0.9 and 1.1 the 5 % gate
     # kept the gain (+1.21 vs +1.23, +0.17 vs +0.20 pp for fgd+defrag) and lowered p95 wait.
+    # Held-out seeds 47-56 at load 1.0, run after the choice: fgd+defrag +0.84/+136 without the
+    # gate, +0.75/+72 with it; solver+defrag +0.95/+142 and +0.80/+78.
     headroom_fraction: float = 0.05
     # keep_fgd_pods=True looked safer on seeds 42-46 (+0.01 / +0.01 / +0.03 pp at loads
     # 0.9 / 1.0 / 1.1, against +0.01 / -0.03 / +0.16 without) but gave -0.01 / +0.02 / -0.02 on
