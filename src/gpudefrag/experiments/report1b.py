@@ -86,11 +86,8 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                       "| variant | GPU alloc pp | wait p95 s | stranded 8-GPU | seeds won / lost (alloc) |",
                       "|---|---|---|---|---|"]
             for v in config.variants:
-                rs = _select(runs, v, load, config.restart_s)
-                if v == CONTROL or not rs:
-                    continue
-                p = paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
-                if p is None:
+                p = None if v == CONTROL else paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
+                if p is None:  # FGD itself, or a variant not run with FGD at this load
                     continue
                 cells = [_paired_cell(runs, v, load, config.restart_s, m, d)
                          for m, d in (("gpu_alloc_pct", 2), ("wait_p95_s", 0), ("stranded_8gpu", 1))]
