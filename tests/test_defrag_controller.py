@@ -196,3 +196,24 @@ def test_headroom_never_gates_pods_of_one_gpu_or_less(gen):
     assert not ctl.leaves_headroom(state, PodSpec(1000, 1024, 2, 1000, -1, "two"))
     with pytest.raises(ValueError, match="headroom_fraction"):
         DefragController(ctl.planner, headroom_fraction=1.0)
+
+
+# ----------------------------------------------------------------------------- (g) run-time estimates
+@pytest.mark.parametrize("long_s, history_s, planned", [
+    # the L pods finish 300 s after T0 (no plan with true run times); history says pods run
+    # 20,000 s, so after 1000 s each has ~19,000 s left: benefit 8 x 19,000 >= 2940, plan
+    (1300.0, [20_000.0], True),
+    # the L pods run to 20,001 (a plan with true run times); history says 1300 s, so 300 s
+    # left: benefit 2400 < 2940, no plan, and B waits for the L pods
+    (LONG, [1300.0], False),
+])
+def test_history_estimates_replace_true_run_times(gen, long_s, history_s, planned):
+    from gpudefrag.defrag.runtime import ResidualLife
+
+    ctl = controller()
+    ctl.runtimes = ResidualLife(history_s)
+    r = run(gen, scenario(long_s=long_s), ctl)
+    if planned:
+        assert r.migrations_executed == 4 and r.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0)
+    else:
+        assert_no_moves(r, 1 + long_s + 1.0)

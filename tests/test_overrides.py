@@ -30,6 +30,7 @@ def test_overrides_parse_each_field_as_its_type():
     ("solver.deterministic=yes", "expected true or false"),
     ("loads=1.0", "tuple fields cannot be set"),
     ("harm_weight", "use KEY=VALUE"),
+    ("runtime_estimates=guess", "expected one of oracle, history"),
 ])
 def test_bad_overrides_name_the_key(item, message):
     with pytest.raises(ConfigError, match=message):
@@ -44,6 +45,7 @@ def test_no_sweep_leaves_only_the_main_runs():
 @pytest.mark.parametrize("args, message", [
     (["--variants", "fgd,nope"], "unknown nope"),
     (["--set", "planner.harm=3"], "planner.harm_weight"),     # the list of known keys
+    (["--set", "runtime_estimates=guess"], "expected one of oracle, history"),
 ])
 def test_suite_1b_rejects_bad_options_in_one_line(args, message, tmp_path):
     result = _cli("suite", "1b", "--seeds", "42", "--out", str(tmp_path), *args)

@@ -113,3 +113,22 @@ def test_report_states_the_headroom_gate(fraction, said):
     runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
     text = report1b.markdown(runs, replace(CONFIG, headroom_fraction=fraction), 1.0, "test")
     assert said in text
+
+
+def test_report_splits_idle_capacity_into_free_and_shared_gpus():
+    runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
+    for r in runs:  # FGD idles 10 % = 4 % on free GPUs + 6 % on shared ones; defrag 3 % + 6 %
+        r.metrics.update(gpu_idle_whole_pct=100 - r.metrics["gpu_alloc_pct"] - 6.0, gpu_idle_shared_pct=6.0)
+    text = report1b.markdown(runs, CONFIG, 1.0, "test")
+    assert "| idle % on free / shared GPUs |" in text
+    assert "| fgd | 90.00 ± 0.00 | 4.0 / 6.0 |" in text
+    assert "| fgd+defrag | 91.00 ± 0.12 | 3.0 / 6.0 |" in text
+
+
+@pytest.mark.parametrize("estimates, said", [
+    ("oracle", "each pod's true run time known"),
+    ("history", "run times estimated from the workload's run-time distribution"),
+])
+def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said):
+    runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
+    assert said in report1b.markdown(runs, replace(CONFIG, runtime_estimates=estimates), 1.0, "test")

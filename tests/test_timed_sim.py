@@ -314,6 +314,35 @@ def test_resource_accounting_invariant(gen):
                   config=TimedConfig(full_check_every=1))
 
 
+def test_whole_free_gpu_count_invariant(gen):
+    def hook(sim, t, cls, payload):
+        if cls == ARRIVAL:  # the running count of wholly free GPUs drifts from the state
+            sim.whole_free_gpus += 1
+
+    wl = workload([gpu_pod()], [0], [10])
+    with pytest.raises(InvariantError, match=r"'resource-accounting' violated after ARRIVAL.*"
+                                             r"counts 3 wholly free GPUs but the state has 2"):
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook,
+                  config=TimedConfig(full_check_every=1))
+
+
+@pytest.mark.parametrize("warmup, alloc, whole, shared", [
+    # window [0, 200] on 2 GPUs (400,000 milli-s): A (500 milli) runs 0-100 on GPU 0, B (one
+    # whole GPU) 10-60 on GPU 1.  Allocated 500x10 + 1500x50 + 500x40 = 100,000 (25 %); wholly
+    # free 1000x10 + 0x50 + 1000x40 + 2000x100 = 250,000 (62.5 %); A's GPU's other half 500x100
+    # = 50,000 (12.5 %).
+    (0.0, 25.0, 62.5, 12.5),
+    # window [20, 200] (360,000 milli-s): 1500x40 + 500x40 = 80,000; 1000x40 + 2000x100 =
+    # 240,000; 500x80 = 40,000.
+    (20.0, 100 * 80 / 360, 100 * 240 / 360, 100 * 40 / 360),
+])
+def test_idle_capacity_splits_into_whole_and_shared_gpus(gen, warmup, alloc, whole, shared):
+    wl = workload([gpu_pod(1, 500), gpu_pod()], [0.0, 10.0], [100.0, 50.0], horizon=200.0, warmup=warmup)
+    r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=TimedConfig(full_check_every=1))
+    assert r.first_bind_s.tolist() == [0.0, 10.0] and r.completion_s.tolist() == [100.0, 60.0]
+    assert (r.gpu_alloc_pct, r.gpu_idle_whole_pct, r.gpu_idle_shared_pct) == pytest.approx((alloc, whole, shared))
+
+
 # ----------------------------------------------------------------------------- defragmenter hook
 class OneShot:
     """Returns ``plan`` the first time it is asked, nothing afterwards."""

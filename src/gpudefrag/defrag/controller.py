@@ -24,6 +24,11 @@ The planner is also told how many pending pods compete for the room it would fre
 whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU milli each no
 larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
 (for the queue harm).  Pods marked do-not-disrupt and pods already migrating are never moved.
+
+Run times: with ``runtimes`` unset the planner gets the simulator's true remaining run times
+(a perfect estimate); with a :class:`~gpudefrag.defrag.runtime.ResidualLife` it gets, for a
+running pod, the mean residual life after the time since the pod first started, and for the
+blocked pod the mean run time, i.e. only what a cluster's history would tell it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from dataclasses import dataclass, replace
 
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.sim.timed import Move, SimView
@@ -58,6 +64,8 @@ class DefragController:
     headroom_fraction: float = 0.0
     """Pods of 2+ GPUs get plans only while this fraction of GPU capacity would stay free
     with them placed (0: always)."""
+    runtimes: ResidualLife | None = None
+    """Where run-time estimates come from (``None``: the simulator's true run times)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.headroom_fraction < 1.0:
@@ -71,6 +79,7 @@ class DefragController:
 
     def _movable(self, view: SimView) -> list[MovablePod]:
         out = []
+        est = self.runtimes
         for r in view.running:
             s = r.spec
             # Work lost is what has run since the last checkpoint when the pod actually stops,
@@ -78,9 +87,17 @@ class DefragController:
             lost = r.work_since_checkpoint_s + self.eviction_grace_s
             out.append(MovablePod(r.pod_id, r.node, r.gpus, s.cpu_milli, s.memory_mib, s.num_gpu,
                                   s.gpu_milli, s.gpu_model_mask, run_time_s=lost,
-                                  remaining_s=r.remaining_work_s, checkpoint_interval_s=0.0,
+                                  remaining_s=(r.remaining_work_s if est is None
+                                               else est.remaining_s(view.now_s - r.start_s)),
+                                  checkpoint_interval_s=0.0,
                                   checkpoint_phase_s=0.0, movable=not (r.do_not_disrupt or r.migrating)))
         return out
+
+    def _run_time_s(self, view: SimView, pod_id: int) -> float:
+        """The blocked pod's run time as the planner is told it."""
+        if self.runtimes is None:
+            return float(view.workload.duration_s[pod_id])
+        return self.runtimes.expected_s()
 
     @staticmethod
     def competing(pending: list, pod) -> int:
@@ -138,7 +155,7 @@ class DefragController:
                 running = self._movable(view)
             plan = self.planner.plan(state, running, pending.spec, frozenset(excluded),
                                      max(1, self.competing(view.pending, pending.spec)),
-                                     float(view.workload.duration_s[pending.pod_id]))
+                                     self._run_time_s(view, pending.pod_id))
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1
             if plan is not None:

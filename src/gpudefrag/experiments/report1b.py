@@ -52,6 +52,12 @@ def _headroom(config: Suite1bConfig) -> str:
             f"GPUs would stay free with them placed")
 
 
+def _runtimes(config: Suite1bConfig) -> str:
+    if config.runtime_estimates == "history":
+        return "run times estimated from the workload's run-time distribution"
+    return "each pod's true run time known"
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [f"# Suite 1b: {title}", "",
@@ -60,22 +66,25 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
              f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
              f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
              f"({_small_budget(config)}; {_headroom(config)}), "
-             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}; "
+             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}, "
+             f"{_runtimes(config)}; "
              f"solver: {'keeps every pod FGD places' if config.solver.keep_fgd_pods else 'may drop pods FGD places'}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
     for load in config.loads:
         lines += [f"## Offered load {load:g}", "",
-                  "| variant | GPU alloc % | wait p50 / p95 / p99 s | pending at end | stranded 8-GPU | "
-                  "migrations | GPU-h lost | decision p99 ms | GPU-h to 2+ GPU pods / others |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| variant | GPU alloc % | idle % on free / shared GPUs | wait p50 / p95 / p99 s | "
+                  "pending at end | stranded 8-GPU | migrations | GPU-h lost | decision p99 ms | "
+                  "GPU-h to 2+ GPU pods / others |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for v in config.variants:
             rs = _select(runs, v, load, config.restart_s)
             if not rs:
                 continue
             m = {k: np.mean([r.metrics[k] for r in rs]) for k in METRICS}
             alloc = mean_ci([r.metrics["gpu_alloc_pct"] for r in rs])
-            lines.append(f"| {v} | {alloc.fmt()} | {m['wait_p50_s']:.0f} / {m['wait_p95_s']:.0f} / "
+            lines.append(f"| {v} | {alloc.fmt()} | {m['gpu_idle_whole_pct']:.1f} / {m['gpu_idle_shared_pct']:.1f} | "
+                         f"{m['wait_p50_s']:.0f} / {m['wait_p95_s']:.0f} / "
                          f"{m['wait_p99_s']:.0f} | {m['pending_at_end']:.1f} | {m['stranded_8gpu']:.1f} of "
                          f"{m['eight_gpu_arrived']:.0f} | {m['migrations_executed']:.0f} | {m['gpu_hours_lost']:.1f} | "
                          f"{1000 * m['decision_latency_p99_s']:.0f} | "

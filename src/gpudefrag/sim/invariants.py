@@ -1,7 +1,8 @@
 """Invariant checks of the time-driven simulator (see the :mod:`gpudefrag.sim.timed` docstring).
 
 :class:`InvariantChecks` holds the ``_Sim`` methods that check *capacity* and
-*resource-accounting* (per node, in one kernel call) and *pod-sets* after an event.
+*resource-accounting* (per node, in one kernel call; on a full check also the count of wholly
+free GPUs) and *pod-sets* after an event.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.sim.timed_types import EVENT_NAMES, PENDING, RUNNING, STATUS_NAMES, InvariantError
 
 
@@ -31,6 +33,12 @@ class InvariantChecks:
                                       self.exp_cpu, self.exp_mem, self.exp_gpu)
             if rule:
                 self._fail(t, cls, payload, *self._node_detail(rule, n))
+        if full:
+            whole = int((s.gpu_milli_left == GPU_MILLI_PER_GPU).sum())
+            if whole != self.whole_free_gpus:
+                self._fail(t, cls, payload, "resource-accounting",
+                           f"the simulator counts {self.whole_free_gpus} wholly free GPUs but the "
+                           f"state has {whole}")
         self._check_pods(t, cls, payload, full)
 
     def _node_detail(self, rule: int, n: int) -> tuple[str, str]:

@@ -53,7 +53,10 @@ capacity minus what is left).  A violation raises :class:`InvariantError` naming
 the rule.
 
 **Metrics** (:class:`TimedResult`) are taken over the window ``[warmup_s, horizon_s]``; the run
-stops at ``horizon_s``.
+stops at ``horizon_s``.  The GPU capacity not allocated is split, time-averaged, into *whole
+free GPUs* (nothing on them) and the free remainders of *shared GPUs* (partly used), so
+``gpu_alloc_pct + gpu_idle_whole_pct + gpu_idle_shared_pct = 100``: a remainder on a shared
+GPU can serve only pods that share GPUs, however the cluster is rearranged.
 
 **Modules.**  This module holds the simulator's core (``_Sim``: state, event loop, arrivals,
 completions, reservations) and :func:`run_timed`; the rest lives in
@@ -161,6 +164,7 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.exp_cpu = s.cpu_capacity_milli - s.cpu_milli_left
         self.exp_mem = s.memory_capacity_mib - s.memory_mib_left
         self.exp_gpu = self.slot_cap - s.gpu_milli_left
+        self.whole_free_gpus = int((s.gpu_milli_left == GPU_MILLI_PER_GPU).sum())
         self.touched_nodes: set[int] = set()
         self.touched_pods: set[int] = set()
         self.handlers = (self._on_completion, self._on_evict_done, self._on_restart_done,
@@ -178,17 +182,19 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         return t >= self.w.warmup_s
 
     # ------------------------------------------------------------------ run
-    def run(self) -> tuple[float, float]:
+    def run(self) -> tuple[float, float, float]:
+        """Run to the horizon; (allocated GPU milli x s, whole free GPU milli x s, window s)."""
         w, q = self.w, self.queue
         H, W = float(w.horizon_s), float(w.warmup_s)
         if self.n:
             q.push(float(w.arrival_s[0]), ARRIVAL, (0,))
-        area, last = 0.0, W
+        area, whole_area, last = 0.0, 0.0, W
         check = self.config.check_invariants
         while len(q) and q.peek_time() <= H:
             t, cls, payload = q.pop()
             if t > last:
                 area += self.state.used_gpu_milli * (t - last)
+                whole_area += self.whole_free_gpus * GPU_MILLI_PER_GPU * (t - last)
                 last = t
             logged = self.handlers[cls](t, payload)
             if logged is None:  # a stale event (superseded completion, ended reservation...)
@@ -202,7 +208,8 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
             self.touched_pods.clear()
         if H > last:
             area += self.state.used_gpu_milli * (H - last)
-        return area, H - W
+            whole_area += self.whole_free_gpus * GPU_MILLI_PER_GPU * (H - last)
+        return area, whole_area, H - W
 
     # ------------------------------------------------------------------ state changes
     def _set_status(self, i: int, status: int) -> None:
@@ -211,8 +218,15 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.n_status[status] += 1
         self.touched_pods.add(i)
 
+    def _whole_free(self, node: int, gpus: tuple[int, ...]) -> int:
+        """How many of ``gpus`` on ``node`` are wholly free now."""
+        left = self.state.gpu_milli_left
+        return sum(1 for g in gpus if left[node, g] == GPU_MILLI_PER_GPU)
+
     def _bind(self, p: Placement) -> None:
+        self.whole_free_gpus -= self._whole_free(p.node, p.gpus)
         self.state.bind(p)
+        self.whole_free_gpus += self._whole_free(p.node, p.gpus)
         pod, n = p.pod, p.node
         self.exp_cpu[n] += pod.cpu_milli
         self.exp_mem[n] += pod.memory_mib
@@ -221,7 +235,9 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.touched_nodes.add(n)
 
     def _unbind(self, p: Placement) -> None:
+        self.whole_free_gpus -= self._whole_free(p.node, p.gpus)
         self.state.unbind(p)
+        self.whole_free_gpus += self._whole_free(p.node, p.gpus)
         pod, n = p.pod, p.node
         self.exp_cpu[n] -= pod.cpu_milli
         self.exp_mem[n] -= pod.memory_mib
@@ -337,11 +353,11 @@ def run_timed(cluster: ClusterState, workload: SyntheticWorkload, scheduler: Sch
         scheduler.reset()
     started = time.perf_counter()
     sim = _Sim(cluster, workload, scheduler, defragmenter, config, hook)
-    area, span = sim.run()
-    return _result(sim, area, span, time.perf_counter() - started)
+    area, whole_area, span = sim.run()
+    return _result(sim, area, whole_area, span, time.perf_counter() - started)
 
 
-def _result(sim: _Sim, area: float, span: float, wall: float) -> TimedResult:
+def _result(sim: _Sim, area: float, whole_area: float, span: float, wall: float) -> TimedResult:
     w, st = sim.w, sim.status
     H, W = float(w.horizon_s), float(w.warmup_s)
     window = (w.arrival_s >= W) & (w.arrival_s <= H) & (st != FUTURE) & (st != REJECTED)
@@ -351,13 +367,16 @@ def _result(sim: _Sim, area: float, span: float, wall: float) -> TimedResult:
     eight = window & (w.pods.num_gpu == 8)
     stranded = eight & ((wait > sim.config.stranded_wait_s) | (st == PENDING))
     cap = sim.state.gpu_capacity_milli
+    alloc_pct = 100.0 * area / (span * cap) if span > 0 and cap > 0 else 0.0
+    whole_pct = 100.0 * whole_area / (span * cap) if span > 0 and cap > 0 else 0.0
     c = sim.c
     return TimedResult(
         scheduler=getattr(sim.scheduler, "name", type(sim.scheduler).__name__),
         horizon_s=H, warmup_s=W, arrived=int(sum(sim.n_status[1:])),
         rejected=sim.n_status[REJECTED], completed=sim.n_status[COMPLETED],
         running_at_end=sim.n_status[RUNNING], pending_at_end=sim.n_status[PENDING],
-        gpu_alloc_pct=100.0 * area / (span * cap) if span > 0 and cap > 0 else 0.0,
+        gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=whole_pct,
+        gpu_idle_shared_pct=100.0 - alloc_pct - whole_pct if span > 0 and cap > 0 else 0.0,
         wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
         wait_p99_s=percentile(waits, 99), waits_counted=int(window.sum()),
         eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),

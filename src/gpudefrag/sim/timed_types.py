@@ -148,6 +148,8 @@ class TimedResult:
     running_at_end: int
     pending_at_end: int              # every pod still pending at the horizon
     gpu_alloc_pct: float             # time-averaged allocated GPU milli / capacity, in the window
+    gpu_idle_whole_pct: float        # ... in GPUs with nothing on them
+    gpu_idle_shared_pct: float       # ... free on partly used GPUs (100 - the two above)
     wait_p50_s: float                # window arrivals; pending ones count horizon - arrival
     wait_p95_s: float
     wait_p99_s: float
