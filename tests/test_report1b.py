@@ -132,3 +132,12 @@ def test_report_splits_idle_capacity_into_free_and_shared_gpus():
 def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said):
     runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
     assert said in report1b.markdown(runs, replace(CONFIG, runtime_estimates=estimates), 1.0, "test")
+
+
+def test_report_gives_allocation_net_of_what_migrations_waste():
+    runs = _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0}, spread=0.0)
+    for r in runs:  # the defrag variant wastes 0.5 pp of GPU time on its migrations
+        r.metrics["gpu_useful_pct"] = r.metrics["gpu_alloc_pct"] - (0.5 if r.variant == "fgd+defrag" else 0.0)
+    text = report1b.markdown(runs, CONFIG, 1.0, "test")
+    assert "| fgd+defrag | +1.20 [+1.20, +1.20] | +0.70 [+0.70, +0.70] | +0 [+0, +0] |" in text
+    assert "net of the GPU time migrations waste: +0.70 pp" in text

@@ -82,8 +82,10 @@ def defrag_bar(runs: list[Run1b], config: Suite1bConfig) -> BarCheck:
         ok = (alloc.diff.mean >= DEFRAG_MIN_GAIN_PP and alloc.diff.low > 0.0
               and wait.diff.mean <= DEFRAG_MAX_P95_WAIT_S)
         met = met or ok
+        useful = paired_to_control(runs, v, DEFRAG_LOAD, config.restart_s, "gpu_useful_pct")
+        net = "" if useful is None else f" (net of the GPU time migrations waste: {useful.diff.mean:+.2f} pp)"
         parts.append(f"{v}: {alloc.diff.mean:+.2f} pp [{alloc.diff.low:+.2f}, {alloc.diff.high:+.2f}], "
-                     f"p95 {wait.diff.mean:+.0f} s")
+                     f"p95 {wait.diff.mean:+.0f} s{net}")
     if not parts:
         return BarCheck(bar, None, f"no defrag variant run with FGD at load {DEFRAG_LOAD:.1f}")
     return BarCheck(bar, met, "; ".join(parts))

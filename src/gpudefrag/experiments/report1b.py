@@ -92,28 +92,31 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
         control = _select(runs, CONTROL, load, config.restart_s)
         if control:
             lines += ["", "Paired difference to FGD, mean [95 % CI]:", "",
-                      "| variant | GPU alloc pp | wait p95 s | stranded 8-GPU | seeds won / lost (alloc) |",
-                      "|---|---|---|---|---|"]
+                      "| variant | GPU alloc pp | useful alloc pp | wait p95 s | stranded 8-GPU | "
+                      "seeds won / lost (alloc) |",
+                      "|---|---|---|---|---|---|"]
             for v in config.variants:
                 p = None if v == CONTROL else paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
                 if p is None:  # FGD itself, or a variant not run with FGD at this load
                     continue
                 cells = [_paired_cell(runs, v, load, config.restart_s, m, d)
-                         for m, d in (("gpu_alloc_pct", 2), ("wait_p95_s", 0), ("stranded_8gpu", 1))]
+                         for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0),
+                                      ("stranded_8gpu", 1))]
                 lines.append(f"| {v} | {' | '.join(cells)} | {p.wins} / {p.losses} |")
         lines.append("")
     sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
     control = _select(runs, CONTROL, config.sweep_load, config.restart_s)
     if len(sweep) > 1 and control:
         lines += [f"## Restart-time sweep ({config.sweep_variant}, load {config.sweep_load:g})", "",
-                  "| restart s | GPU alloc minus FGD pp | migrations | GPU-h lost | wait p95 minus FGD s |",
-                  "|---|---|---|---|---|"]
+                  "| restart s | GPU alloc minus FGD pp | useful alloc minus FGD pp | migrations | GPU-h lost | "
+                  "wait p95 minus FGD s |",
+                  "|---|---|---|---|---|---|"]
         for rs_s in sweep:
             rs = _select(runs, config.sweep_variant, config.sweep_load, rs_s)
-            alloc, wait = (_paired_cell(runs, config.sweep_variant, config.sweep_load, rs_s, m, d,
-                                        control_restart_s=config.restart_s)
-                           for m, d in (("gpu_alloc_pct", 2), ("wait_p95_s", 0)))
-            lines.append(f"| {rs_s:g} | {alloc} | "
+            alloc, useful, wait = (_paired_cell(runs, config.sweep_variant, config.sweep_load, rs_s, m, d,
+                                                control_restart_s=config.restart_s)
+                                   for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0)))
+            lines.append(f"| {rs_s:g} | {alloc} | {useful} | "
                          f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
                          f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait} |")
         lines.append("")
@@ -167,11 +170,15 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     axes[0].set_title("Allocation vs FGD (paired, 95 % CI)")
     axes[1].set_title("p95 wait vs FGD (paired, 95 % CI)")
     sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
-    diffs = [paired_to_control(runs, config.sweep_variant, config.sweep_load, s, "gpu_alloc_pct",
-                               control_restart_s=config.restart_s) for s in sweep]
-    diffs = [p.diff for p in diffs if p is not None]
-    if sweep and len(diffs) == len(sweep):
-        axes[2].errorbar(sweep, [d.mean for d in diffs], yerr=[d.half_width for d in diffs], marker="o", capsize=3)
+    for metric, label in (("gpu_alloc_pct", "allocation"), ("gpu_useful_pct", "net of the GPU time migrations waste")):
+        diffs = [paired_to_control(runs, config.sweep_variant, config.sweep_load, s, metric,
+                                   control_restart_s=config.restart_s) for s in sweep]
+        diffs = [p.diff for p in diffs if p is not None]
+        if sweep and len(diffs) == len(sweep):
+            axes[2].errorbar(sweep, [d.mean for d in diffs], yerr=[d.half_width for d in diffs], marker="o",
+                             capsize=3, label=label)
+    if axes[2].lines:
+        axes[2].legend(fontsize=8)
         axes[2].axhline(0, color="black", linewidth=0.8)
         axes[2].set_xscale("log")
         axes[2].set_xlabel("restart time (s)")

@@ -56,7 +56,10 @@ the rule.
 stops at ``horizon_s``.  The GPU capacity not allocated is split, time-averaged, into *whole
 free GPUs* (nothing on them) and the free remainders of *shared GPUs* (partly used), so
 ``gpu_alloc_pct + gpu_idle_whole_pct + gpu_idle_shared_pct = 100``: a remainder on a shared
-GPU can serve only pods that share GPUs, however the cluster is rearranged.
+GPU can serve only pods that share GPUs, however the cluster is rearranged.  Allocation counts
+GPUs that migrations waste (work redone after an eviction, a restarting pod's GPUs, the
+source held through the grace period); ``gpu_useful_pct`` is ``gpu_alloc_pct`` less that GPU
+time, for the moves started in the window, as a share of the window's capacity.
 
 **Modules.**  This module holds the simulator's core (``_Sim``: state, event loop, arrivals,
 completions, reservations) and :func:`run_timed`; the rest lives in
@@ -370,6 +373,8 @@ def _result(sim: _Sim, area: float, whole_area: float, span: float, wall: float)
     alloc_pct = 100.0 * area / (span * cap) if span > 0 and cap > 0 else 0.0
     whole_pct = 100.0 * whole_area / (span * cap) if span > 0 and cap > 0 else 0.0
     c = sim.c
+    wasted_gpu_s = 3600.0 * (c["gpu_hours_lost_work"] + c["gpu_hours_lost_restart"] + c["gpu_hours_held_twice"])
+    wasted_pct = 100.0 * wasted_gpu_s * GPU_MILLI_PER_GPU / (span * cap) if span > 0 and cap > 0 else 0.0
     return TimedResult(
         scheduler=getattr(sim.scheduler, "name", type(sim.scheduler).__name__),
         horizon_s=H, warmup_s=W, arrived=int(sum(sim.n_status[1:])),
@@ -377,6 +382,7 @@ def _result(sim: _Sim, area: float, whole_area: float, span: float, wall: float)
         running_at_end=sim.n_status[RUNNING], pending_at_end=sim.n_status[PENDING],
         gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=whole_pct,
         gpu_idle_shared_pct=100.0 - alloc_pct - whole_pct if span > 0 and cap > 0 else 0.0,
+        gpu_useful_pct=alloc_pct - wasted_pct,
         wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
         wait_p99_s=percentile(waits, 99), waits_counted=int(window.sum()),
         eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),

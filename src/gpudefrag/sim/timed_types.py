@@ -150,6 +150,7 @@ class TimedResult:
     gpu_alloc_pct: float             # time-averaged allocated GPU milli / capacity, in the window
     gpu_idle_whole_pct: float        # ... in GPUs with nothing on them
     gpu_idle_shared_pct: float       # ... free on partly used GPUs (100 - the two above)
+    gpu_useful_pct: float            # gpu_alloc_pct less the GPU time migrations wasted (below)
     wait_p50_s: float                # window arrivals; pending ones count horizon - arrival
     wait_p95_s: float
     wait_p99_s: float
