@@ -86,8 +86,8 @@ class Suite1bConfig:
     # +1.43/+23 against +1.12/+37.  With it, headroom 4 % gave +1.36/+96 and 6 % +1.12/-28.
     # (Mean residual life grows with age for these heavy-tailed run times, so more plans
     # clear the margin: 351 against 122 migrations per run at load 1.0.)  Held-out seeds 47-56
-    # at load 1.0, run after the choice: fgd+defrag +0.93/+77, solver+defrag +1.09/+46
-    # (with "oracle" +0.75/+72 and +0.80/+78).
+    # at load 1.0, run after the choice: fgd+defrag +0.93/+77, solver+defrag +1.09/+46, net
+    # of the GPU time migrations waste +0.58 and +0.81 pp (with "oracle" +0.75/+72, +0.80/+78).
     runtime_estimates: str = "history"
 
     def __post_init__(self) -> None:

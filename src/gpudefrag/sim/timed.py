@@ -370,19 +370,22 @@ def _result(sim: _Sim, area: float, whole_area: float, span: float, wall: float)
     eight = window & (w.pods.num_gpu == 8)
     stranded = eight & ((wait > sim.config.stranded_wait_s) | (st == PENDING))
     cap = sim.state.gpu_capacity_milli
-    alloc_pct = 100.0 * area / (span * cap) if span > 0 and cap > 0 else 0.0
-    whole_pct = 100.0 * whole_area / (span * cap) if span > 0 and cap > 0 else 0.0
+    window_milli_s = span * cap
+
+    def pct(milli_s: float) -> float:  # share of the window's GPU capacity
+        return 100.0 * milli_s / window_milli_s if window_milli_s > 0 else 0.0
+
     c = sim.c
-    wasted_gpu_s = 3600.0 * (c["gpu_hours_lost_work"] + c["gpu_hours_lost_restart"] + c["gpu_hours_held_twice"])
-    wasted_pct = 100.0 * wasted_gpu_s * GPU_MILLI_PER_GPU / (span * cap) if span > 0 and cap > 0 else 0.0
+    wasted_gpu_h = c["gpu_hours_lost_work"] + c["gpu_hours_lost_restart"] + c["gpu_hours_held_twice"]
+    alloc_pct = pct(area)
     return TimedResult(
         scheduler=getattr(sim.scheduler, "name", type(sim.scheduler).__name__),
         horizon_s=H, warmup_s=W, arrived=int(sum(sim.n_status[1:])),
         rejected=sim.n_status[REJECTED], completed=sim.n_status[COMPLETED],
         running_at_end=sim.n_status[RUNNING], pending_at_end=sim.n_status[PENDING],
-        gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=whole_pct,
-        gpu_idle_shared_pct=100.0 - alloc_pct - whole_pct if span > 0 and cap > 0 else 0.0,
-        gpu_useful_pct=alloc_pct - wasted_pct,
+        gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=pct(whole_area),
+        gpu_idle_shared_pct=pct(window_milli_s - area - whole_area),
+        gpu_useful_pct=alloc_pct - pct(3600.0 * GPU_MILLI_PER_GPU * wasted_gpu_h),
         wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
         wait_p99_s=percentile(waits, 99), waits_counted=int(window.sum()),
         eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),
