@@ -255,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--no-sweep", action="store_true", help="1b: skip the restart-time sweep")
     suite.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="1b: change a setting, e.g. planner.harm_weight=3, plans_per_tick=1, "
-                            "solver.deterministic_time=0.01 (repeatable)")
+                            "solver.deterministic_time=0.01, runtime_estimates=oracle (the "
+                            "defragmenter then knows every pod's true run time) (repeatable)")
     suite.add_argument("--batch-sizes", type=parse_int_list, default=[1, 16, 64],
                        help="solver batch sizes (default 1,16,64)")
     suite.add_argument("--deterministic-time", type=positive_float, default=0.01,
