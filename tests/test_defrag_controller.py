@@ -20,6 +20,7 @@ import pytest
 
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec, pod_batch
 from gpudefrag.sim.timed import EVICT_DONE, RESTART_DONE, TimedConfig, run_timed
@@ -212,8 +213,6 @@ def test_headroom_never_gates_pods_of_one_gpu_or_less(gen):
     (LONG, [1300.0], False),
 ])
 def test_history_estimates_replace_true_run_times(gen, long_s, history_s, planned):
-    from gpudefrag.defrag.runtime import ResidualLife
-
     ctl = controller()
     ctl.runtimes = ResidualLife(history_s)
     r = run(gen, scenario(long_s=long_s), ctl)
