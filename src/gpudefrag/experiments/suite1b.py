@@ -28,8 +28,8 @@ from gpudefrag.workloads.openb import load_workload
 from gpudefrag.workloads.synthetic import durations_from_table, make_workload, sample_cluster
 
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
-TIMED_METRICS = ("gpu_alloc_pct", "gpu_useful_pct", "gpu_idle_whole_pct", "gpu_idle_shared_pct", "wait_p50_s",
-                 "wait_p95_s", "wait_p99_s", "pending_at_end", "stranded_8gpu", "eight_gpu_arrived",
+TIMED_METRICS = ("gpu_alloc_pct", "gpu_useful_pct", "gpu_idle_whole_pct", "gpu_idle_shared_pct",
+                 "wait_p50_s", "wait_p95_s", "wait_p99_s", "pending_at_end", "stranded_8gpu", "eight_gpu_arrived",
                  "migrations_executed", "migrations_aborted", "gpu_hours_lost",
                  "decision_latency_p99_s", "bind_conflicts", "reservations_made",
                  "reservations_fulfilled")
