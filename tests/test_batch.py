@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpudefrag.batch import cpsat, placer as placer_mod
-from gpudefrag.batch.cpsat import pattern_value, solve_patterns, weights
+from gpudefrag.batch.cpsat import best_single, pattern_value, solve_patterns, weights
 from gpudefrag.batch.objective import Objective, evaluate_plan, node_frag, tp_args
 from gpudefrag.batch.patterns import NodeView, assign_subset
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
@@ -108,6 +108,31 @@ def test_cpsat_optimum_equals_brute_force_on_tiny_instances(data, gen, typical_s
     outcome = solve_patterns(patterns, len(pods), [], 20.0, 10.0)
     assert outcome.status == "optimal"
     assert outcome.objective == _brute_force_best(state, pods, typical_small)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_single_pod_choice_equals_cpsat_optimum(data, gen, typical_small):
+    """A one-pod batch is decided without CP-SAT; its choice must be CP-SAT's optimum."""
+    state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
+    pods = _batch(data, gen, 1)
+    penalty = data.draw(st.sampled_from([0.0, 1000.0]))
+    placer = BatchPlacer(typical_small, replace(FAST, idle_node_penalty_milli=penalty))
+    hint = placer.fgd_plan(state, pods)
+    patterns, hint_idx = placer.patterns(state, pods, hint)
+    exact = best_single(patterns, hint_idx)
+    solved = solve_patterns(patterns, 1, hint_idx, 20.0, 10.0)
+    assert exact.status == solved.status == "optimal"
+    assert exact.objective == solved.objective
+    assert exact.hint_objective == solved.hint_objective
+    assert len(exact.chosen) == (1 if patterns else 0)
+    if exact.chosen and exact.objective == exact.hint_objective:
+        assert exact.chosen == hint_idx, "a tie keeps FGD's pattern"
+
+
+def test_single_pod_required_without_patterns_is_infeasible():
+    assert best_single([], [], required=True).status == "infeasible"
+    assert best_single([], []).chosen == []
 
 
 # --------------------------------------------------------------------- trust nothing

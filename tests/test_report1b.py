@@ -134,6 +134,17 @@ def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said)
     assert said in report1b.markdown(runs, replace(CONFIG, runtime_estimates=estimates), 1.0, "test")
 
 
+@pytest.mark.parametrize("batch, penalty, said", [
+    (1, 1000.0, "16 pods goes to the placer, a lone pod too, opening an idle node costs 1000 milli-GPU of fragmentation"),
+    (2, 0.0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
+])
+def test_report_states_how_the_solver_decides(batch, penalty, said):
+    runs = _suite({"solver": 0.1}, {"solver": 0})
+    config = replace(CONFIG, solver=replace(CONFIG.solver, min_solver_batch=batch,
+                                            idle_node_penalty_milli=penalty))
+    assert said in report1b.markdown(runs, config, 1.0, "test")
+
+
 def test_report_gives_allocation_net_of_what_migrations_waste():
     runs = _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0}, spread=0.0)
     for r in runs:  # the defrag variant wastes 0.5 pp of GPU time on its migrations

@@ -61,6 +61,26 @@ def pattern_value(p: Pattern, w_gpu: int, w_pod: int) -> int:
     return w_gpu * p.gpu_milli + w_pod * len(p.members) - round(p.frag_delta_milli * FRAG_SCALE)
 
 
+def best_single(patterns: list[Pattern], hint: list[int], required: bool = False) -> SolveOutcome:
+    """The exact optimum of a one-pod batch without a solver: every pattern holds the one pod,
+    so the model's best choice is the pattern of highest :func:`pattern_value` (the least
+    fragmentation change; placing the pod always outweighs leaving it), or nothing when no
+    pattern exists.  Ties keep the hint, then the first pattern.  Same objective and status as
+    :func:`solve_patterns`; no deterministic time.
+    """
+    started = time.perf_counter()
+    w_gpu, w_pod = weights(1, max((abs(p.frag_delta_milli) for p in patterns), default=0.0))
+    values = [pattern_value(p, w_gpu, w_pod) for p in patterns]
+    hint_value = sum(values[i] for i in hint)
+    if not patterns:
+        status = "infeasible" if required else "optimal"
+        return SolveOutcome(status, [], None if required else 0, hint_value, None,
+                            time.perf_counter() - started, 0.0, 0, 0)
+    best = max(range(len(values)), key=lambda i: (values[i], i in hint, -i))
+    return SolveOutcome("optimal", [best], values[best], hint_value, float(values[best]),
+                        time.perf_counter() - started, 0.0, len(values), 1)
+
+
 def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], time_limit_s: float,
                    deterministic_time: float | None, seed: int = 0, workers: int = 1,
                    required_pods: tuple[int, ...] = ()) -> SolveOutcome:

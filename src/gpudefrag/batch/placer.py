@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudefrag.batch.cpsat import solve_patterns
+from gpudefrag.batch.cpsat import best_single, solve_patterns
 from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
 from gpudefrag.batch.patterns import Pattern, enumerate_patterns, node_view
 from gpudefrag.frag.typical import TypicalPods, gpu_weighted
@@ -226,9 +226,12 @@ class BatchPlacer:
                required: tuple[int, ...] = ()):
         """(outcome, decoded plan or None, fallback reason or "")."""
         try:
-            outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
-                                     self.config.deterministic_time if self.config.deterministic else None,
-                                     self.config.seed, self.config.workers, required)
+            if len(pods) == 1:  # exact without a solver: the least fragmentation change wins
+                outcome = best_single(patterns, hint_idx, bool(required))
+            else:
+                outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
+                                         self.config.deterministic_time if self.config.deterministic else None,
+                                         self.config.seed, self.config.workers, required)
         except Exception as exc:  # a solver crash must never stop a run: fall back and count it
             self.last_error = repr(exc)
             return None, None, "error"

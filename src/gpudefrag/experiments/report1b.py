@@ -12,7 +12,7 @@ from gpudefrag.experiments.atomic import atomic_write
 from gpudefrag.experiments.bars1b import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.environment import environment_lines
 from gpudefrag.experiments.stats import mean_ci
-from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
+from gpudefrag.experiments.suite1b import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
 from gpudefrag.experiments.suite1b import select_runs as _select
 
 TRADEOFF_PNG = "suite1b-tradeoff.png"
@@ -58,6 +58,16 @@ def _runtimes(config: Suite1bConfig) -> str:
     return "each pod's true run time known"
 
 
+def _solver(config: Suite1bConfig) -> str:
+    cfg = config.solver
+    first = f"a session's first batch of up to {SOLVER_BATCH_PODS} pods goes to the placer"
+    lone = f"{first}, a lone pod too" if cfg.min_solver_batch <= 1 else f"{first} if it has {cfg.min_solver_batch}+ pods"
+    penalty = (f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
+               if cfg.idle_node_penalty_milli > 0 else "no idle-node penalty")
+    keep = "keeps every pod FGD places" if cfg.keep_fgd_pods else "may drop pods FGD places"
+    return f"{lone}, {penalty}, {keep}"
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [f"# Suite 1b: {title}", "",
@@ -68,7 +78,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
              f"({_small_budget(config)}; {_headroom(config)}), "
              f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}, "
              f"{_runtimes(config)}; "
-             f"solver: {'keeps every pod FGD places' if config.solver.keep_fgd_pods else 'may drop pods FGD places'}.  "
+             f"solver: {_solver(config)}.  "
              f"Whole suite: {wall_s:.0f} s wall.", ""]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
     for load in config.loads:
