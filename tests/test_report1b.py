@@ -135,7 +135,8 @@ def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said)
 
 
 @pytest.mark.parametrize("batch, penalty, said", [
-    (1, 1000.0, "16 pods goes to the placer, a lone pod too, opening an idle node costs 1000 milli-GPU of fragmentation"),
+    (1, 1000.0, "16 pods goes to the placer, a lone pod too, "
+                "opening an idle node costs 1000 milli-GPU of fragmentation"),
     (2, 0.0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
 ])
 def test_report_states_how_the_solver_decides(batch, penalty, said):

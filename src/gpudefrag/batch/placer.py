@@ -229,9 +229,10 @@ class BatchPlacer:
             if len(pods) == 1:  # exact without a solver: the least fragmentation change wins
                 outcome = best_single(patterns, hint_idx, bool(required))
             else:
-                outcome = solve_patterns(patterns, len(pods), hint_idx, self.config.time_limit_s,
-                                         self.config.deterministic_time if self.config.deterministic else None,
-                                         self.config.seed, self.config.workers, required)
+                cfg = self.config
+                outcome = solve_patterns(patterns, len(pods), hint_idx, cfg.time_limit_s,
+                                         cfg.deterministic_time if cfg.deterministic else None,
+                                         cfg.seed, cfg.workers, required)
         except Exception as exc:  # a solver crash must never stop a run: fall back and count it
             self.last_error = repr(exc)
             return None, None, "error"

@@ -61,7 +61,8 @@ def _runtimes(config: Suite1bConfig) -> str:
 def _solver(config: Suite1bConfig) -> str:
     cfg = config.solver
     first = f"a session's first batch of up to {SOLVER_BATCH_PODS} pods goes to the placer"
-    lone = f"{first}, a lone pod too" if cfg.min_solver_batch <= 1 else f"{first} if it has {cfg.min_solver_batch}+ pods"
+    lone = (f"{first}, a lone pod too" if cfg.min_solver_batch <= 1
+            else f"{first} if it has {cfg.min_solver_batch}+ pods")
     penalty = (f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
                if cfg.idle_node_penalty_milli > 0 else "no idle-node penalty")
     keep = "keeps every pod FGD places" if cfg.keep_fgd_pods else "may drop pods FGD places"

@@ -150,7 +150,8 @@ def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart
     latency = LatencyModel.constant(config.decision_latency_s)
     if base == "solver":
         placer = BatchPlacer(inputs.typical, config.solver)
-        scheduler = BatchScheduler(placer, SOLVER_BATCH_PODS, LatencyModel.deterministic(base_s=config.decision_latency_s),
+        scheduler = BatchScheduler(placer, SOLVER_BATCH_PODS,
+                                   LatencyModel.deterministic(base_s=config.decision_latency_s),
                                    solver_batches=1)
     else:
         scheduler = PolicyScheduler(make_policy(base, inputs.typical, seed), latency)
