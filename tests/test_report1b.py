@@ -134,15 +134,18 @@ def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said)
     assert said in report1b.markdown(runs, replace(CONFIG, runtime_estimates=estimates), 1.0, "test")
 
 
-@pytest.mark.parametrize("batch, penalty, said", [
-    (1, 1000.0, "16 pods goes to the placer, a lone pod too, "
-                "opening an idle node costs 1000 milli-GPU of fragmentation"),
-    (2, 0.0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
+@pytest.mark.parametrize("batch, penalty, protect, said", [
+    (1, 1000.0, 0, "16 pods goes to the placer, a lone pod too, "
+                   "opening an idle node costs 1000 milli-GPU of fragmentation"),
+    (2, 0.0, 0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
+    (2, 0.0, 0, "no node protected for blocked pods"),
+    (2, 0.0, 3, "keeps off the node closest to fitting each of the first 3 blocked pod(s) of 2+ GPUs"),
 ])
-def test_report_states_how_the_solver_decides(batch, penalty, said):
+def test_report_states_how_the_solver_decides(batch, penalty, protect, said):
     runs = _suite({"solver": 0.1}, {"solver": 0})
     config = replace(CONFIG, solver=replace(CONFIG.solver, min_solver_batch=batch,
-                                            idle_node_penalty_milli=penalty))
+                                            idle_node_penalty_milli=penalty, protect_blocked=protect,
+                                            protect_min_gpus=2))
     assert said in report1b.markdown(runs, config, 1.0, "test")
 
 

@@ -56,10 +56,13 @@ class PlanError(ValueError):
 
 
 def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPods,
-                  nodes: set[int] | None = None, idle_node_penalty_milli: float = 0.0) -> Objective:
+                  nodes: set[int] | None = None, idle_node_penalty_milli: float = 0.0,
+                  protected: frozenset[int] = frozenset(), protect_penalty_milli: float = 0.0
+                  ) -> Objective:
     """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
 
-    ``idle_node_penalty_milli`` is added for every node the plan opens (a node with no pod before).
+    ``idle_node_penalty_milli`` is added for every node the plan opens (a node with no pod before),
+    ``protect_penalty_milli`` for every node of ``protected`` the plan uses.
     Pods are identified by object identity (the batch's ``PodSpec`` objects), so a plan that
     places one pod twice is rejected even when pods share a name.
 
@@ -79,7 +82,10 @@ def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPo
     touched = {p.node for p in plan} if nodes is None else nodes
     args = tp_args(typical)
     frag = sum(node_frag(work, n, args) for n in sorted(touched))
+    used = {p.node for p in plan}
     if idle_node_penalty_milli:
-        frag += idle_node_penalty_milli * len({p.node for p in plan if state.pod_count[p.node] == 0})
+        frag += idle_node_penalty_milli * sum(1 for n in used if state.pod_count[n] == 0)
+    if protect_penalty_milli:
+        frag += protect_penalty_milli * len(used & protected)
     return Objective(gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan),
                      frag_milli=frag)

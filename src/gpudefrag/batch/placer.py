@@ -26,6 +26,7 @@ import numpy as np
 from gpudefrag.batch.cpsat import best_single, solve_patterns
 from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
 from gpudefrag.batch.patterns import Pattern, enumerate_patterns, node_view
+from gpudefrag.batch.protect import protected_nodes
 from gpudefrag.frag.typical import TypicalPods, gpu_weighted
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
@@ -57,6 +58,14 @@ class SolverConfig:
     """Every pod FGD's plan places must be placed (the solver may place more pods, or the same
     ones with less fragmentation, but never trades a pod FGD would start for others): queue
     order holds where FGD holds it, and a large pod is not dropped for several small ones."""
+    protect_blocked: int = 0
+    """Nodes to protect for blocked large pods (:mod:`gpudefrag.batch.protect`): FGD's plan keeps
+    every pod off them while it fits elsewhere, and the solver pays ``protect_penalty_milli`` per
+    protected node a plan uses."""
+    protect_min_gpus: int = 2
+    """Only blocked pods needing at least this many whole GPUs are protected."""
+    protect_penalty_milli: float = 16000.0
+    """Added to a plan's fragmentation for each protected node it uses (milli-GPU)."""
     min_solver_batch: int = 1
     """Batches with fewer pods take FGD's plan without a solve (FGD's truncated scores and
     tie-break pack better than an exact single-pod optimum: suite 1a, ``solver-b1``)."""
@@ -112,14 +121,30 @@ class BatchPlacer:
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
-    def fgd_plan(self, state: ClusterState, pods: list[PodSpec]) -> list[Placement | None]:
-        """FGD's sequential answer for the batch (on a copy; ``state`` is untouched)."""
+    def protected(self, state: ClusterState, blocked: list[PodSpec]) -> frozenset[int]:
+        """The nodes to keep free for ``blocked`` (queue order) under this config."""
+        cfg = self.config
+        return protected_nodes(state, blocked, cfg.protect_blocked, cfg.protect_min_gpus)
+
+    def fgd_plan(self, state: ClusterState, pods: list[PodSpec], avoid: frozenset[int] = frozenset()
+                 ) -> list[Placement | None]:
+        """FGD's sequential answer for the batch (on a copy; ``state`` is untouched).  A pod goes
+        to a node in ``avoid`` only when it fits no other node."""
         work = state.copy()
+        masked = None
+        if avoid:
+            masked = state.copy()
+            for node in avoid:
+                masked.mask(node)
         plan: list[Placement | None] = []
         for pod in pods:
-            p = self.fgd.select(work, pod)
+            p = self.fgd.select(masked, pod) if masked is not None else None
+            if p is None:
+                p = self.fgd.select(work, pod)
             if p is not None:
                 work.bind(p)
+                if masked is not None and p.node not in avoid:
+                    masked.bind(p)
             plan.append(p)
         return plan
 
@@ -143,8 +168,15 @@ class BatchPlacer:
                 prefs.setdefault(n, []).append((rank, i))
         return {n: [i for _, i in sorted(lst)] for n, lst in prefs.items()}
 
-    def patterns(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
-                 ) -> tuple[list[Pattern], list[int]]:
+    def _penalty(self, state: ClusterState, node: int, protected: frozenset[int]) -> float:
+        """What using ``node`` adds to a plan's fragmentation: opening it, if it is idle, and
+        protection."""
+        cfg = self.config
+        return ((cfg.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0)
+                + (cfg.protect_penalty_milli if node in protected else 0.0))
+
+    def patterns(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None],
+                 protected: frozenset[int] = frozenset()) -> tuple[list[Pattern], list[int]]:
         """All patterns, and the indices of those that make up FGD's answer."""
         cfg = self.config
         out: list[Pattern] = []
@@ -153,11 +185,10 @@ class BatchPlacer:
         for i, p in enumerate(hint):
             if p is not None:
                 hint_nodes.setdefault(p.node, []).append(i)
-        penalty = self.config.idle_node_penalty_milli
         for node, cands in sorted(self.candidates(state, pods, hint).items()):
             base = node_view(state, node)
-            # Opening an idle node costs the penalty: charge it as fragmentation before nothing.
-            before = node_frag(state, node, self._tp) - (penalty if state.pod_count[node] == 0 else 0.0)
+            # Penalties (idle, protected) count as fragmentation before nothing is placed.
+            before = node_frag(state, node, self._tp) - self._penalty(state, node, protected)
             for pat in enumerate_patterns(node, base, before, pods, cands, self._tp,
                                           cfg.max_pattern_size, cfg.max_patterns_per_node,
                                           cfg.prune_infeasible):
@@ -167,7 +198,7 @@ class BatchPlacer:
         hint_idx: list[int] = []
         for node, members in hint_nodes.items():
             members_t = tuple(members)
-            pat = self._hint_pattern(state, node, members_t, hint, pods)
+            pat = self._hint_pattern(state, node, members_t, hint, pods, protected)
             key = (node, members_t)
             if key in index and out[index[key]].gpus == pat.gpus:
                 hint_idx.append(index[key])
@@ -177,32 +208,35 @@ class BatchPlacer:
         return out, hint_idx
 
     def _hint_pattern(self, state: ClusterState, node: int, members: tuple[int, ...],
-                      hint: list[Placement | None], pods: list[PodSpec]) -> Pattern:
+                      hint: list[Placement | None], pods: list[PodSpec], protected: frozenset[int]
+                      ) -> Pattern:
         """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern."""
         work = state.copy()
         for i in members:
             work.bind(hint[i])
         gpus = tuple(hint[i].gpus for i in members)
-        penalty = self.config.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0
+        penalty = self._penalty(state, node, protected)
         return Pattern(node, members, gpus, sum(pods[i].total_gpu_milli for i in members),
                        node_frag(work, node, self._tp), node_frag(state, node, self._tp) - penalty)
 
     # --------------------------------------------------------------------- decide
-    def place(self, state: ClusterState, pods: list[PodSpec]) -> BatchResult:
-        """Decide the batch on ``state`` (not mutated)."""
+    def place(self, state: ClusterState, pods: list[PodSpec], protected: frozenset[int] = frozenset()
+              ) -> BatchResult:
+        """Decide the batch on ``state`` (not mutated), keeping off ``protected`` nodes where
+        possible (FGD's plan avoids them; the solver pays ``protect_penalty_milli`` each)."""
         started = time.perf_counter()
-        hint = self.fgd_plan(state, pods)
+        hint = self.fgd_plan(state, pods, protected)
         fgd_list = [p for p in hint if p is not None]
         if len(pods) < self.config.min_solver_batch:
             return self._fgd_only(hint, fgd_list, len(pods), started)
-        patterns, hint_idx = self.patterns(state, pods, hint)
+        patterns, hint_idx = self.patterns(state, pods, hint, protected)
         if not patterns:  # no pod fits any node: nothing to decide
             return self._fgd_only(hint, fgd_list, len(pods), started)
         required = tuple(i for i, p in enumerate(hint) if p is not None) if self.config.keep_fgd_pods else ()
         outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods, required)
         if solver_plan is not None and any(solver_plan[i] is None for i in required):
             solver_plan, fallback = None, "invalid"  # never trust the solver with the constraint
-        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan)
+        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan, protected)
         fallback = fallback or verdict
         if fallback:
             self.fallbacks[fallback] += 1
@@ -246,23 +280,25 @@ class BatchPlacer:
             return outcome, None, "invalid"
 
     def _referee(self, state: ClusterState, hint: list[Placement | None],
-                 solver_plan: list[Placement | None] | None):
+                 solver_plan: list[Placement | None] | None, protected: frozenset[int] = frozenset()):
         """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
 
         The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
         """
-        penalty = self.config.idle_node_penalty_milli
+        cfg = self.config
+        penalties = dict(idle_node_penalty_milli=cfg.idle_node_penalty_milli, protected=protected,
+                         protect_penalty_milli=cfg.protect_penalty_milli)
         fgd_list = [p for p in hint if p is not None]
-        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, penalty)
+        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, **penalties)
         if solver_plan is None:
             return hint, fgd_obj, fgd_obj, ""
         solver_list = [p for p in solver_plan if p is not None]
         union = {p.node for p in fgd_list} | {p.node for p in solver_list}
         try:
-            solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, penalty)
+            solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, **penalties)
         except PlanError:
             return hint, fgd_obj, fgd_obj, "invalid"
-        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, penalty)
+        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, **penalties)
         if solver_obj.better_than(fgd_obj):
             return solver_plan, solver_obj, fgd_obj, ""
         return hint, fgd_obj, fgd_obj, "not_better"

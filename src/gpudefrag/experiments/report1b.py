@@ -66,7 +66,10 @@ def _solver(config: Suite1bConfig) -> str:
     penalty = (f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
                if cfg.idle_node_penalty_milli > 0 else "no idle-node penalty")
     keep = "keeps every pod FGD places" if cfg.keep_fgd_pods else "may drop pods FGD places"
-    return f"{lone}, {penalty}, {keep}"
+    protect = (f"every batch keeps off the node closest to fitting each of the first "
+               f"{cfg.protect_blocked} blocked pod(s) of {cfg.protect_min_gpus}+ GPUs while it fits "
+               f"elsewhere" if cfg.protect_blocked > 0 else "no node protected for blocked pods")
+    return f"{lone}, {penalty}, {keep}, {protect}"
 
 
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:

@@ -196,6 +196,16 @@ class ClusterState:
             setattr(other, name, getattr(self, name).copy())
         return other
 
+    def mask(self, node: int) -> None:
+        """Make ``node`` unusable on this (what-if) copy: nothing left, pod-count limit reached.
+        The node gets a fresh version, so no policy cache reuses its old scores.  The used-GPU
+        total is not changed: a masked copy is for deciding, not for accounting."""
+        self.cpu_milli_left[node] = 0
+        self.memory_mib_left[node] = 0
+        self.gpu_milli_left[node, :] = 0
+        self.pod_count[node] = MAX_PODS_PER_NODE
+        self._touch(node)
+
     def snapshot(self) -> tuple:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
         return (self.cpu_milli_left.tobytes(), self.memory_mib_left.tobytes(),

@@ -60,7 +60,11 @@ class BatchScheduler:
     """Decides the pending pods in consecutive batches with a :class:`BatchPlacer`, binding
     each batch's result on a copy before deciding the next.  Only the first
     ``solver_batches`` batches of a session go to the solver; later ones take FGD's plan
-    (the solver's time goes to the pods first in line)."""
+    (the solver's time goes to the pods first in line).
+
+    With the placer's ``protect_blocked`` set, it asks the simulator for the blocked (parked)
+    pods (``wants_blocked``) and keeps every batch off the nodes protected for them, chosen once
+    per session on the snapshot."""
 
     def __init__(self, placer, batch_size: int = 16, latency: LatencyModel | None = None,
                  max_pending: int = 256, solver_batches: int | None = None) -> None:
@@ -71,18 +75,20 @@ class BatchScheduler:
         self.max_pending = max_pending
         self.name = f"batch{batch_size}"
         self.invalid = 0
+        self.wants_blocked = placer.config.protect_blocked > 0
 
-    def decide(self, state, pending, now_s):
+    def decide(self, state, pending, now_s, blocked=()):
         work = state.copy()
+        protected = self.placer.protected(state, list(blocked)) if blocked else frozenset()
         n = min(len(pending), self.max_pending)
         out: list[Placement | None] = [None] * len(pending)
         wall = det = 0.0
         for b, lo in enumerate(range(0, n, self.batch_size)):
             batch = list(pending[lo:min(lo + self.batch_size, n)])
             if self.solver_batches is not None and b >= self.solver_batches:
-                placements = self.placer.fgd_plan(work, batch)
+                placements = self.placer.fgd_plan(work, batch, protected)
             else:
-                res = self.placer.place(work, batch)
+                res = self.placer.place(work, batch, protected)
                 wall += res.stats.total_wall_s
                 det += res.stats.deterministic_s
                 placements = res.placements

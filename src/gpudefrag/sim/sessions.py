@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpudefrag.model.cluster import ClusterState, Placement
-from gpudefrag.model.constants import MAX_PODS_PER_NODE
 from gpudefrag.sim.schedulers import fit_on_node
 from gpudefrag.sim.timed_types import DECISION_DONE, PENDING, SESSION_START
 
@@ -37,7 +36,7 @@ class SessionMixin:
             pod = self.reservations[node][0]
             gpus = fit_on_node(view, node, self.specs[pod])
             if gpus is None:
-                _mask_node(view, node)
+                view.mask(node)
             else:
                 first.append((pod, Placement(node, gpus, self.specs[pod])))
                 view.bind(first[-1][1])
@@ -46,7 +45,12 @@ class SessionMixin:
         limit = getattr(self.scheduler, "max_pending", None)
         if limit is not None:
             cands = cands[:limit]
-        placements, latency = self.scheduler.decide(view, [self.specs[i] for i in cands], t)
+        pending = [self.specs[i] for i in cands]
+        if getattr(self.scheduler, "wants_blocked", False):
+            blocked = [self.specs[i] for i in sorted(self.parked_of, key=self.order_key)]
+            placements, latency = self.scheduler.decide(view, pending, t, blocked=blocked)
+        else:
+            placements, latency = self.scheduler.decide(view, pending, t)
         name = getattr(self.scheduler, "name", type(self.scheduler).__name__)
         if len(placements) != len(cands):
             raise ValueError(f"scheduler {name} returned {len(placements)} placements for "
@@ -97,11 +101,3 @@ class SessionMixin:
         self._maybe_start_session(t)
         return (sid, tuple(binds), moves)
 
-
-def _mask_node(view: ClusterState, node: int) -> None:
-    """Make ``node`` unusable in a snapshot (a reservation the reserved pod cannot use yet)."""
-    view.cpu_milli_left[node] = 0
-    view.memory_mib_left[node] = 0
-    view.gpu_milli_left[node, :] = 0
-    view.pod_count[node] = MAX_PODS_PER_NODE
-    view._touch(node)  # a fresh version: no policy cache may reuse the node's old scores

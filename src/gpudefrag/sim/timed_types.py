@@ -122,7 +122,9 @@ class RunningPod:
 class Scheduler(Protocol):
     """Decides placements (aligned with ``pending``) on ``state`` without changing it, and
     says how long the decision took in simulated seconds.  Optional: ``max_pending`` (the
-    simulator offers at most that many pods) and ``reset()`` (called at the start of a run)."""
+    simulator offers at most that many pods), ``reset()`` (called at the start of a run) and
+    ``wants_blocked`` (when true, ``decide`` also gets ``blocked=``: the parked pods, in queue
+    order)."""
 
     name: str
 
