@@ -129,18 +129,31 @@ class BatchPlacer:
     def fgd_plan(self, state: ClusterState, pods: list[PodSpec], avoid: frozenset[int] = frozenset()
                  ) -> list[Placement | None]:
         """FGD's sequential answer for the batch (on a copy; ``state`` is untouched).  A pod goes
-        to a node in ``avoid`` only when it fits no other node."""
+        to a node in ``avoid`` only when it fits no other node.
+
+        Within the plan nodes only fill up, so a pod shape that fitted nowhere (or nowhere outside
+        ``avoid``) fits nowhere later either: it is not asked again."""
         work = state.copy()
         masked = None
         if avoid:
             masked = state.copy()
             for node in avoid:
                 masked.mask(node)
+        nowhere: set[tuple[int, ...]] = set()
+        not_outside: set[tuple[int, ...]] = set()
         plan: list[Placement | None] = []
         for pod in pods:
-            p = self.fgd.select(masked, pod) if masked is not None else None
-            if p is None:
-                p = self.fgd.select(work, pod)
+            shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+            p = None
+            if shape not in nowhere:
+                if masked is not None and shape not in not_outside:
+                    p = self.fgd.select(masked, pod)
+                    if p is None:
+                        not_outside.add(shape)
+                if p is None:
+                    p = self.fgd.select(work, pod)
+                    if p is None:
+                        nowhere.add(shape)
             if p is not None:
                 work.bind(p)
                 if masked is not None and p.node not in avoid:
