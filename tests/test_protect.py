@@ -18,7 +18,7 @@ from gpudefrag.model.gpu_models import gpu_model_mask
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.sim.schedulers import BatchScheduler
 from gpudefrag.sim.timed import LatencyModel, run_timed
-from tests.test_timed_sim import workload
+from test_timed_sim import workload  # tests/ is on sys.path (pytest prepend import mode)
 
 G2x8 = ("G2", 8, 96000, 393216)
 FAST = SolverConfig(time_limit_s=2.0, deterministic_time=0.05)

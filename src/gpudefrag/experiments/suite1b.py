@@ -98,6 +98,8 @@ class Suite1bConfig:
     # With 8, p95 wait rose by 50 s at load 1.0; solver+defrag at 1.0 gave +1.38 pp / +30 s p95
     # (+1.43 / +23 without).  FGD with the same protection and no solve (min_solver_batch=999)
     # gave +0.27 / +0.06 / +0.05: the protection carries load 0.9, the solve loads 1.0-1.1.
+    # Run after the choice, without / with protection: seeds 47-56 +0.03 / -0.00 / +0.13 and
+    # +0.25 / +0.21 / +0.13; seeds 67-76 -0.06 / +0.05 / +0.13 and +0.34 / -0.06 / +0.19.
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24,
         protect_blocked=8))
