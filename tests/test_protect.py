@@ -54,7 +54,8 @@ def test_each_blocked_pod_protects_its_least_deficit_node(gen):
 def test_only_nodes_that_could_host_the_pod_count(gen):
     state = gen.build_cluster([("T4", 4, 64000, 262144), G2x8, ("G2", 8, 8000, 393216)])
     _fill(state, 1, 4)
-    # the idle T4 node has the most free GPUs but the wrong model for a G2-only pod
+    # the idle T4 node has no deficit but the wrong model for a G2-only pod; of the G2 nodes
+    # (no deficit on either) node 1 is the tighter
     assert protected_nodes(state, [_whole(4, mask=gpu_model_mask("G2"))], 1, 2) == {1}
     # node 2 is idle but its CPU capacity is below the pod's request
     assert protected_nodes(state, [_whole(8, cpu=9000)], 1, 2) == {1}
