@@ -154,6 +154,14 @@ def pods(draw, kinds=("cpu", "share", "whole", "multi")):
 
 
 @st.composite
+def batches(draw, max_pods: int = 8):
+    """1..``max_pods`` pods as a batch of arrivals: distinct objects with distinct names."""
+    drawn = draw(st.lists(pods(), min_size=1, max_size=max_pods))
+    return [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
+            for i, p in enumerate(drawn)]
+
+
+@st.composite
 def clusters(draw, min_nodes=1, max_nodes=12, max_prior=25):
     """A small cluster with a random tie-break permutation, partly filled by random binds."""
     nodes = draw(st.lists(node_specs(), min_size=min_nodes, max_size=max_nodes))
@@ -185,7 +193,7 @@ def typical_small():
 def gen():
     """Strategies and helpers for synthetic clusters (see the module docstring)."""
     return SimpleNamespace(
-        clusters=clusters, pods=pods, node_specs=node_specs, build_cluster=build_cluster,
+        clusters=clusters, pods=pods, batches=batches, node_specs=node_specs, build_cluster=build_cluster,
         single_node=single_node, random_fill=random_fill, fitting_placements=fitting_placements,
         NODE_SHAPES=NODE_SHAPES, ANY=ANY_GPU_MODEL,
     )

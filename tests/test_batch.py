@@ -21,10 +21,7 @@ FAST = SolverConfig(time_limit_s=2.0, deterministic_time=0.05)
 
 
 def _batch(data, gen, max_pods: int) -> list[PodSpec]:
-    pods = data.draw(st.lists(gen.pods(), min_size=1, max_size=max_pods))
-    # Distinct objects with distinct names, as arrivals are.
-    return [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
-            for i, p in enumerate(pods)]
+    return data.draw(gen.batches(max_pods))
 
 
 def _plan_objective(state, plan, typical, nodes) -> Objective:

@@ -66,8 +66,7 @@ def test_only_nodes_that_could_host_the_pod_count(gen):
 @given(data=st.data())
 def test_fgd_plan_uses_a_protected_node_only_when_nothing_else_fits(data, gen, typical_small):
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
-    pods = [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
-            for i, p in enumerate(data.draw(st.lists(gen.pods(), min_size=1, max_size=8)))]
+    pods = data.draw(gen.batches(8))
     avoid = frozenset(data.draw(st.sets(st.integers(0, state.num_nodes - 1))))
     placer = BatchPlacer(typical_small, FAST)
     before = state.snapshot()
@@ -90,8 +89,7 @@ def test_fgd_plan_uses_a_protected_node_only_when_nothing_else_fits(data, gen, t
 @given(data=st.data())
 def test_placer_never_worse_than_fgd_around_protected_nodes(data, gen, typical_small):
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
-    pods = [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
-            for i, p in enumerate(data.draw(st.lists(gen.pods(), min_size=1, max_size=6)))]
+    pods = data.draw(gen.batches(6))
     protected = frozenset(data.draw(st.sets(st.integers(0, state.num_nodes - 1), max_size=2)))
     config = replace(FAST, protect_blocked=2)
     placer = BatchPlacer(typical_small, config)

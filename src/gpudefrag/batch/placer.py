@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,7 +122,7 @@ class BatchPlacer:
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
-    def protected(self, state: ClusterState, blocked: list[PodSpec]) -> frozenset[int]:
+    def protected(self, state: ClusterState, blocked: Iterable[PodSpec]) -> frozenset[int]:
         """The nodes to keep free for ``blocked`` (queue order) under this config."""
         cfg = self.config
         return protected_nodes(state, blocked, cfg.protect_blocked, cfg.protect_min_gpus)
@@ -143,7 +144,7 @@ class BatchPlacer:
         not_outside: set[tuple[int, ...]] = set()
         plan: list[Placement | None] = []
         for pod in pods:
-            shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+            shape = pod.fit_key
             p = None
             if shape not in nowhere:
                 if masked is not None and shape not in not_outside:

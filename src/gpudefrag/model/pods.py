@@ -50,6 +50,12 @@ class PodSpec:
         """What every score depends on: (cpu_milli, gpu_milli, num_gpu, gpu_model_mask)."""
         return (self.cpu_milli, self.gpu_milli, self.num_gpu, self.gpu_model_mask)
 
+    @property
+    def fit_key(self) -> tuple[int, int, int, int, int]:
+        """What fitting a node depends on: (cpu_milli, memory_mib, num_gpu, gpu_milli,
+        gpu_model_mask).  Pods with equal keys fit exactly the same nodes."""
+        return (self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, self.gpu_model_mask)
+
 
 def check_pod_shape(cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int
                     ) -> tuple[str, str] | None:

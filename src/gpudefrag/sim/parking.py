@@ -1,7 +1,7 @@
 """Pod shapes for the simulator's unschedulable queue: which parked pods a node fits now.
 
-Parked pods are grouped by shape (:func:`gpudefrag.sim.schedulers._shape`); when resources
-are freed on a node, one kernel call finds the shapes with parked pods that now fit it.
+Parked pods are grouped by shape (:attr:`gpudefrag.model.pods.PodSpec.fit_key`); when
+resources are freed on a node, one kernel call finds the shapes with parked pods that now fit it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from numba import njit
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import MAX_PODS_PER_NODE
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.sim.schedulers import _shape
 
 
 @njit(cache=True)
@@ -53,7 +52,7 @@ class _Shapes:
         self._state = state
 
     def id_of(self, pod: PodSpec) -> int:
-        key = _shape(pod)
+        key = pod.fit_key
         sid = self.ids.get(key)
         if sid is None:
             sid = self.ids[key] = len(self.members)

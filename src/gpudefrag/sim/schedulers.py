@@ -15,10 +15,6 @@ from gpudefrag.policies.gpu_choice import choose_gpus_best
 from gpudefrag.sim.timed_types import LatencyModel
 
 
-def _shape(pod: PodSpec) -> tuple[int, int, int, int, int]:
-    return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
-
-
 class PolicyScheduler:
     """Places pending pods one by one with a per-pod policy (FGD, BestFit...) on a copy.
 
@@ -44,7 +40,7 @@ class PolicyScheduler:
         n = min(len(pending), self.max_pending)
         for i in range(n):
             pod = pending[i]
-            key = _shape(pod)
+            key = pod.fit_key
             if key in failed:
                 continue
             p = self.policy.select(work, pod)
@@ -79,7 +75,7 @@ class BatchScheduler:
 
     def decide(self, state, pending, now_s, blocked=()):
         work = state.copy()
-        protected = self.placer.protected(state, list(blocked)) if blocked else frozenset()
+        protected = self.placer.protected(state, blocked) if blocked else frozenset()
         n = min(len(pending), self.max_pending)
         out: list[Placement | None] = [None] * len(pending)
         wall = det = 0.0
