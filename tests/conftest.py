@@ -100,7 +100,7 @@ def fitting_placements(state: ClusterState, pod: PodSpec, node: int) -> list[tup
     if pod.num_gpu == 1:
         cands = [(g,) for g in ok]
     else:
-        cands = [tuple(ok[:pod.num_gpu]), tuple(ok[-pod.num_gpu:])]
+        cands = [tuple(ok[: pod.num_gpu]), tuple(ok[-pod.num_gpu :])]
     return [c for c in cands if state.why_not_fits(node, pod, c) is None]
 
 
@@ -157,8 +157,10 @@ def pods(draw, kinds=("cpu", "share", "whole", "multi")):
 def batches(draw, max_pods: int = 8):
     """1..``max_pods`` pods as a batch of arrivals: distinct objects with distinct names."""
     drawn = draw(st.lists(pods(), min_size=1, max_size=max_pods))
-    return [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
-            for i, p in enumerate(drawn)]
+    return [
+        PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, f"b{i}")
+        for i, p in enumerate(drawn)
+    ]
 
 
 @st.composite
@@ -177,9 +179,16 @@ def synthetic_typical():
     model-constrained shape (so FGD sees ``no_access`` too)."""
     from gpudefrag.frag.typical import typical_pods
 
-    shapes = ([(3152, 0, 1, 810, "")] * 9 + [(11300, 0, 1, 1000, "")] * 7 + [(12500, 0, 0, 0, "")] * 5
-              + [(4000, 0, 1, 160, "")] * 4 + [(8000, 0, 1, 470, "V100M32")] * 3
-              + [(88000, 0, 8, 1000, "")] * 2 + [(32000, 0, 2, 1000, "")] * 2 + [(2000, 0, 0, 0, "")])
+    shapes = (
+        [(3152, 0, 1, 810, "")] * 9
+        + [(11300, 0, 1, 1000, "")] * 7
+        + [(12500, 0, 0, 0, "")] * 5
+        + [(4000, 0, 1, 160, "")] * 4
+        + [(8000, 0, 1, 470, "V100M32")] * 3
+        + [(88000, 0, 8, 1000, "")] * 2
+        + [(32000, 0, 2, 1000, "")] * 2
+        + [(2000, 0, 0, 0, "")]
+    )
     specs = [PodSpec(c, m, n, g, gpu_model_mask(s), f"t-{i}") for i, (c, m, n, g, s) in enumerate(shapes)]
     return typical_pods(pod_batch(specs, [s[4] for s in shapes]))
 
@@ -193,9 +202,16 @@ def typical_small():
 def gen():
     """Strategies and helpers for synthetic clusters (see the module docstring)."""
     return SimpleNamespace(
-        clusters=clusters, pods=pods, batches=batches, node_specs=node_specs, build_cluster=build_cluster,
-        single_node=single_node, random_fill=random_fill, fitting_placements=fitting_placements,
-        NODE_SHAPES=NODE_SHAPES, ANY=ANY_GPU_MODEL,
+        clusters=clusters,
+        pods=pods,
+        batches=batches,
+        node_specs=node_specs,
+        build_cluster=build_cluster,
+        single_node=single_node,
+        random_fill=random_fill,
+        fitting_placements=fitting_placements,
+        NODE_SHAPES=NODE_SHAPES,
+        ANY=ANY_GPU_MODEL,
     )
 
 

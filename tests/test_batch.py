@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch import cpsat, placer as placer_mod
+from gpudefrag.batch import cpsat
+from gpudefrag.batch import placer as placer_mod
 from gpudefrag.batch.cpsat import best_single, pattern_value, solve_patterns, weights
 from gpudefrag.batch.objective import Objective, evaluate_plan, node_frag, tp_args
 from gpudefrag.batch.patterns import NodeView, assign_subset
@@ -61,11 +62,18 @@ def _brute_force_best(state, pods, typical) -> int:
     views = []
     for n in range(n_nodes):
         count = int(state.gpu_count[n])
-        views.append(NodeView(int(state.cpu_milli_left[n]), int(state.memory_mib_left[n]),
-                              int(state.pod_count[n]), [int(v) for v in state.gpu_milli_left[n, :count]],
-                              int(state.model_id[n])))
-    from gpudefrag.batch.patterns import Pattern
+        views.append(
+            NodeView(
+                int(state.cpu_milli_left[n]),
+                int(state.memory_mib_left[n]),
+                int(state.pod_count[n]),
+                [int(v) for v in state.gpu_milli_left[n, :count]],
+                int(state.model_id[n]),
+            )
+        )
     import numpy as np
+
+    from gpudefrag.batch.patterns import Pattern
     from gpudefrag.frag.kernels import node_frag_milli
 
     for assignment in itertools.product(range(-1, n_nodes), repeat=len(pods)):
@@ -81,10 +89,16 @@ def _brute_force_best(state, pods, typical) -> int:
                 break
             view, _ = placed
             row = np.zeros(8, dtype=np.int64)
-            row[:len(view.gpu_left)] = view.gpu_left
+            row[: len(view.gpu_left)] = view.gpu_left
             after = float(node_frag_milli(view.cpu_milli, row, len(view.gpu_left), view.model, *args))
-            pat = Pattern(n, members, (), sum(pods[i].total_gpu_milli for i in members), after,
-                          node_frag(state, n, args))
+            pat = Pattern(
+                n,
+                members,
+                (),
+                sum(pods[i].total_gpu_milli for i in members),
+                after,
+                node_frag(state, n, args),
+            )
             total += pattern_value(pat, w_gpu, w_pod)
         if ok:
             best = max(best, total)
@@ -96,9 +110,14 @@ def _brute_force_best(state, pods, typical) -> int:
 def test_cpsat_optimum_equals_brute_force_on_tiny_instances(data, gen, typical_small):
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=3, max_prior=6))
     pods = _batch(data, gen, 6)
-    exhaustive = SolverConfig(time_limit_s=20.0, deterministic_time=10.0, candidates_per_pod=state.num_nodes,
-                              max_pattern_size=len(pods), max_patterns_per_node=10_000,
-                              prune_infeasible=False)
+    exhaustive = SolverConfig(
+        time_limit_s=20.0,
+        deterministic_time=10.0,
+        candidates_per_pod=state.num_nodes,
+        max_pattern_size=len(pods),
+        max_patterns_per_node=10_000,
+        prune_infeasible=False,
+    )
     placer = BatchPlacer(typical_small, exhaustive)
     # No hint: only the canonical patterns, which is what brute force enumerates.
     patterns, _ = placer.patterns(state, pods, [None] * len(pods))
@@ -134,17 +153,24 @@ def test_single_pod_required_without_patterns_is_infeasible():
 
 # --------------------------------------------------------------------- trust nothing
 def _mid_state(gen):
-    state = gen.build_cluster([("G2", 8, 96000, 393216), ("T4", 2, 104000, 524288),
-                               ("V100M32", 4, 48000, 376832)])
-    gen.random_fill(state, [PodSpec(3152, 1024, 1, 810), PodSpec(11300, 1024, 1, 1000),
-                            PodSpec(4000, 0, 1, 160)], seed=3)
-    pods = [PodSpec(3152, 1024, 1, 810, name="a"), PodSpec(8000, 2048, 2, 1000, name="b"),
-            PodSpec(4000, 0, 1, 470, name="c"), PodSpec(12500, 0, name="d")]
+    state = gen.build_cluster(
+        [("G2", 8, 96000, 393216), ("T4", 2, 104000, 524288), ("V100M32", 4, 48000, 376832)]
+    )
+    gen.random_fill(
+        state, [PodSpec(3152, 1024, 1, 810), PodSpec(11300, 1024, 1, 1000), PodSpec(4000, 0, 1, 160)], seed=3
+    )
+    pods = [
+        PodSpec(3152, 1024, 1, 810, name="a"),
+        PodSpec(8000, 2048, 2, 1000, name="b"),
+        PodSpec(4000, 0, 1, 470, name="c"),
+        PodSpec(12500, 0, name="d"),
+    ]
     return state, pods
 
 
-@pytest.mark.parametrize("status, reason", [("unknown", "timeout"), ("infeasible", "infeasible"),
-                                            ("model_invalid", "error")])
+@pytest.mark.parametrize(
+    "status, reason", [("unknown", "timeout"), ("infeasible", "infeasible"), ("model_invalid", "error")]
+)
 def test_solver_status_falls_back_to_fgd_and_is_counted(monkeypatch, gen, typical_small, status, reason):
     state, pods = _mid_state(gen)
 
@@ -180,8 +206,17 @@ def test_invalid_solver_answer_is_rejected(monkeypatch, gen, typical_small):
     def overlapping(patterns, batch_size, hint, *args, **kwargs):
         out = real(patterns, batch_size, hint, *args, **kwargs)
         # choose every pattern: pods repeat and nodes get several patterns
-        return cpsat.SolveOutcome("optimal", list(range(len(patterns))), out.objective, out.hint_objective,
-                                  out.bound, out.wall_s, out.deterministic_s, out.variables, out.constraints)
+        return cpsat.SolveOutcome(
+            "optimal",
+            list(range(len(patterns))),
+            out.objective,
+            out.hint_objective,
+            out.bound,
+            out.wall_s,
+            out.deterministic_s,
+            out.variables,
+            out.constraints,
+        )
 
     monkeypatch.setattr(placer_mod, "solve_patterns", overlapping)
     placer = BatchPlacer(typical_small, FAST)
@@ -208,8 +243,8 @@ def test_model_objective_is_lexicographic():
         assert w_pod > 2 * worst_frag
         assert w_gpu > w_pod * batch + 2 * worst_frag
     w_gpu, w_pod = weights(2)
-    cheap = Pattern(0, (0,), ((0,),), 1, 8000.0, 0.0)   # +1 milli, worst fragmentation
-    free = Pattern(0, (0,), ((),), 0, -8000.0, 0.0)     # CPU pod, best fragmentation
+    cheap = Pattern(0, (0,), ((0,),), 1, 8000.0, 0.0)  # +1 milli, worst fragmentation
+    free = Pattern(0, (0,), ((),), 0, -8000.0, 0.0)  # CPU pod, best fragmentation
     assert pattern_value(cheap, w_gpu, w_pod) > pattern_value(free, w_gpu, w_pod)
 
 
@@ -246,7 +281,8 @@ def test_keep_fgd_pods_places_every_pod_fgd_places(data, gen, typical_small):
     assert all(r is not None for f, r in zip(fgd, result.placements) if f is not None)
     nodes = {p.node for p in fgd if p is not None} | {p.node for p in result.placements if p is not None}
     assert _plan_objective(state, result.placements, typical_small, nodes).at_least(
-        _plan_objective(state, fgd, typical_small, nodes))
+        _plan_objective(state, fgd, typical_small, nodes)
+    )
 
 
 def test_a_solution_dropping_a_required_pod_is_rejected(monkeypatch, gen, typical_small):

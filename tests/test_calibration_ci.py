@@ -39,8 +39,10 @@ def _assert_same_curve(ours, published, what):
     assert np.isnan(ours).tolist() == np.isnan(published).tolist(), f"{what}: empty columns differ"
     diff = np.abs(ours - published)
     bad = np.flatnonzero(diff > TOL)
-    assert bad.size == 0, (f"{what}: columns {bad.tolist()[:10]} differ; ours "
-                           f"{ours[bad][:10].tolist()} vs published {published[bad][:10].tolist()}")
+    assert bad.size == 0, (
+        f"{what}: columns {bad.tolist()[:10]} differ; ours "
+        f"{ours[bad][:10].tolist()} vs published {published[bad][:10].tolist()}"
+    )
 
 
 @pytest.mark.parametrize("seed", [42, 43])
@@ -74,8 +76,8 @@ def test_gpupacking_seed_48_column_88_uses_numpy_rounding(mirror):
 
 
 # ------------------------------------------------------------------------ discretisation rounding
-TOTAL_GPUS = 100           # row value = round(used / 100 / 10, 2) = used / 1000
-BUCKET_88 = 88_000         # round(88000 / 100 / 10, 0) = 88: every row lands in column 88
+TOTAL_GPUS = 100  # row value = round(used / 100 / 10, 2) = used / 1000
+BUCKET_88 = 88_000  # round(88000 / 100 / 10, 0) = 88: every row lands in column 88
 
 
 def _curve(row_values, arrived=BUCKET_88):
@@ -91,10 +93,10 @@ def test_discretize_rounds_mean_like_numpy_not_python_above_tie():
     rows = [87.89, 87.90, 87.99, 88.00]
     mean = np.mean(np.array(rows))
     assert mean == np.nextafter(87.945, np.inf)
-    assert round(float(mean), 2) == 87.95          # the naive Python answer (not what we want)
+    assert round(float(mean), 2) == 87.95  # the naive Python answer (not what we want)
     curve = _curve(rows)
     assert curve[88] == 87.94
-    assert curve[87] == 87.94 and curve[89] == 87.94   # neighbours fall back to x-1..x+1
+    assert curve[87] == 87.94 and curve[89] == 87.94  # neighbours fall back to x-1..x+1
     assert np.isnan(curve[86]) and np.isnan(curve[90]) and np.isnan(curve[0])
 
 
@@ -112,8 +114,30 @@ def test_discretize_rounds_mean_like_numpy_not_python_below_tie():
 def test_discretize_uses_pairwise_mean_not_naive_sum():
     # 22 rows whose numpy (pairwise, 8-accumulator) mean is 87.94500000000000739 -> 87.94, while a
     # left-to-right sum / 22 gives 87.94500000000002 -> 87.95 under either rounding.
-    rows = [87.96, 87.94, 87.94, 87.93, 87.91, 87.91, 87.95, 87.96, 87.95, 87.9, 87.98, 87.91,
-            87.93, 87.93, 87.99, 87.99, 87.99, 87.98, 87.89, 87.97, 87.89, 87.99]
+    rows = [
+        87.96,
+        87.94,
+        87.94,
+        87.93,
+        87.91,
+        87.91,
+        87.95,
+        87.96,
+        87.95,
+        87.9,
+        87.98,
+        87.91,
+        87.93,
+        87.93,
+        87.99,
+        87.99,
+        87.99,
+        87.98,
+        87.89,
+        87.97,
+        87.89,
+        87.99,
+    ]
     naive = sum(rows) / len(rows)
     assert np.round(naive, 2) == 87.95 and np.round(np.mean(np.array(rows)), 2) == 87.94
     assert _curve(rows)[88] == 87.94
@@ -125,7 +149,7 @@ def test_discretize_arrive_rounding_is_half_to_even():
     used = np.array([50_000, 60_000], dtype=np.int64)
     curve = discretize(used, np.array([87_500, 86_500], dtype=np.int64), TOTAL_GPUS)
     assert curve[88] == 50.0 and curve[86] == 60.0
-    assert curve[87] == 55.0          # no row at 87: the mean of the rows in 86..88
+    assert curve[87] == 55.0  # no row at 87: the mean of the rows in 86..88
     assert curve[85] == 60.0 and curve[89] == 50.0
     assert np.isnan(curve[84]) and np.isnan(curve[90])
 

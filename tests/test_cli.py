@@ -24,8 +24,14 @@ NODE_LIST = "openb/openb_node_list_gpu_node.csv"
 def _cli(*args, env=None, cwd=None, timeout=300):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "gpudefrag", *args], capture_output=True, text=True,
-                          env=full_env, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpudefrag", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def _assert_one_line_error(stderr: str):
@@ -58,8 +64,19 @@ def test_no_command_prints_help_and_exits_2(capsys):
 
 # ------------------------------------------------------------------------------------------- run
 def test_run_writes_curve_and_decisions(mirror, tmp_path, capsys):
-    rc = main(["run", "--workload", "openb_pod_list_default", "--policy", "fgd", "--seed", "42",
-               "--out", str(tmp_path)])
+    rc = main(
+        [
+            "run",
+            "--workload",
+            "openb_pod_list_default",
+            "--policy",
+            "fgd",
+            "--seed",
+            "42",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert re.search(r"allocation at 130% arrived:\s+95\.29%", out), out
@@ -117,27 +134,43 @@ def _set_field(col: int, value: str):
         fields = line.rstrip("\r\n").split(",")
         fields[col] = value
         return ",".join(fields) + "\n"
+
     return mutate
 
 
 def _truncate(keep: int):
     def mutate(line: str) -> str:
         return ",".join(line.rstrip("\r\n").split(",")[:keep]) + "\n"
+
     return mutate
 
 
-@pytest.mark.parametrize("line_no,mutate,column,text", [
-    (50, _set_field(1, "abc"), "cpu_milli", "non-numeric value 'abc'"),
-    (1234, _truncate(3), "num_gpu", "truncated row"),
-    (77, _set_field(2, "-5"), "memory_mib", "negative value -5"),
-])
-def test_malformed_trace_exits_2_naming_file_line_column(mirror, tmp_path, monkeypatch, capsys,
-                                                         line_no, mutate, column, text):
+@pytest.mark.parametrize(
+    "line_no,mutate,column,text",
+    [
+        (50, _set_field(1, "abc"), "cpu_milli", "non-numeric value 'abc'"),
+        (1234, _truncate(3), "num_gpu", "truncated row"),
+        (77, _set_field(2, "-5"), "memory_mib", "negative value -5"),
+    ],
+)
+def test_malformed_trace_exits_2_naming_file_line_column(
+    mirror, tmp_path, monkeypatch, capsys, line_no, mutate, column, text
+):
     bad = _bad_copy(mirror, tmp_path, line_no, mutate)
     # No CLI command takes a user file path; route the workload loader to the bad copy instead.
     monkeypatch.setattr("gpudefrag.experiments.inputs.load_workload", lambda name: load_pods(bad))
-    rc = main(["run", "--workload", f"bad-trace-{line_no}", "--policy", "fgd", "--out", str(tmp_path / "out"),
-               "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--workload",
+            f"bad-trace-{line_no}",
+            "--policy",
+            "fgd",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     assert rc == 2
     line = _assert_one_line_error(capsys.readouterr().err)
     assert str(bad) in line
@@ -149,11 +182,18 @@ def test_malformed_trace_exits_2_naming_file_line_column(mirror, tmp_path, monke
 def test_unsupported_pod_shape_exits_2(mirror, tmp_path, monkeypatch, capsys):
     # A 2-GPU pod asking 500 milli per GPU loads fine but is not a supported shape.
     header = (mirror / DEFAULT_POD_LIST).read_text(encoding="utf-8").splitlines()[0].split(",")
-    row = {c: "" for c in header} | {"name": "p0", "cpu_milli": "1000", "memory_mib": "0",
-                                     "num_gpu": "1", "gpu_milli": "500"}
+    row = {c: "" for c in header} | {
+        "name": "p0",
+        "cpu_milli": "1000",
+        "memory_mib": "0",
+        "num_gpu": "1",
+        "gpu_milli": "500",
+    }
     row2 = dict(row, name="p1", num_gpu="2")
     bad = tmp_path / "shape.csv"
-    bad.write_text(",".join(header) + "\n" + "\n".join(",".join(r[c] for c in header) for r in (row, row2)) + "\n")
+    bad.write_text(
+        ",".join(header) + "\n" + "\n".join(",".join(r[c] for c in header) for r in (row, row2)) + "\n"
+    )
     monkeypatch.setattr("gpudefrag.experiments.inputs.load_workload", lambda name: load_pods(bad))
     assert main(["run", "--workload", "bad-shape", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     line = _assert_one_line_error(capsys.readouterr().err)
@@ -165,7 +205,7 @@ def _corrupt_mirror(mirror: Path, tmp_path: Path) -> tuple[Path, str]:
     root = tmp_path / "mirror"
     (root / "openb").mkdir(parents=True)
     data = bytearray((mirror / NODE_LIST).read_bytes())
-    data[-3] = ord("9") if data[-3] != ord("9") else ord("8")   # one digit changed
+    data[-3] = ord("9") if data[-3] != ord("9") else ord("8")  # one digit changed
     (root / NODE_LIST).write_bytes(bytes(data))
     shutil.copy(mirror / DEFAULT_POD_LIST, root / DEFAULT_POD_LIST)
     return root, hashlib.sha256(bytes(data)).hexdigest()
@@ -193,8 +233,15 @@ def test_data_verify_all_ok_on_real_mirror(mirror, capsys):
 def test_run_on_corrupted_mirror_exits_2_naming_both_digests(mirror, tmp_path):
     # In a fresh process (inputs are cached per process), resolving the node list fails its checksum.
     root, actual = _corrupt_mirror(mirror, tmp_path)
-    proc = _cli("run", "--policy", "bestfit", "--out", str(tmp_path / "out"), "--no-progress",
-                env={"GPUDEFRAG_MIRROR": str(root), "GPUDEFRAG_CACHE": str(tmp_path / "empty-cache")})
+    proc = _cli(
+        "run",
+        "--policy",
+        "bestfit",
+        "--out",
+        str(tmp_path / "out"),
+        "--no-progress",
+        env={"GPUDEFRAG_MIRROR": str(root), "GPUDEFRAG_CACHE": str(tmp_path / "empty-cache")},
+    )
     assert proc.returncode == 2
     line = _assert_one_line_error(proc.stderr)
     assert registry.get("openb_node_list_gpu_node").sha256 in line and actual in line
@@ -202,8 +249,21 @@ def test_run_on_corrupted_mirror_exits_2_naming_both_digests(mirror, tmp_path):
 
 # ----------------------------------------------------------------------------------------- calib
 def test_calib_two_policies_one_seed(mirror, tmp_path, capsys):
-    rc = main(["calib", "--seeds", "42", "--policy", "fgd", "--policy", "bestfit", "--jobs", "1",
-               "--out", str(tmp_path)])
+    rc = main(
+        [
+            "calib",
+            "--seeds",
+            "42",
+            "--policy",
+            "fgd",
+            "--policy",
+            "bestfit",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "gate PASSED" in out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.model.cluster import Placement, PlacementError, affinity_tag
@@ -128,8 +129,9 @@ def _oracle_why_not(state, node, pod, gpus) -> bool:
         return True
     if pod.gpu_milli > 0 and not mask_accepts(pod.gpu_model_mask, int(state.model_id[node])):
         return True
-    return any(not 0 <= g < state.gpu_count[node] or state.gpu_milli_left[node, g] < pod.gpu_milli
-               for g in gpus)
+    return any(
+        not 0 <= g < state.gpu_count[node] or state.gpu_milli_left[node, g] < pod.gpu_milli for g in gpus
+    )
 
 
 @settings(max_examples=80, deadline=None)
@@ -150,8 +152,10 @@ def test_bind_of_infeasible_placement_raises_and_leaves_state_unchanged(gen, dat
         _assert_within_capacity(state)
 
 
-@pytest.mark.parametrize("case", ["cpu", "memory", "gpu_count", "gpu_range", "repeat", "gpu_short",
-                                  "model", "node_range", "pod_limit"])
+@pytest.mark.parametrize(
+    "case",
+    ["cpu", "memory", "gpu_count", "gpu_range", "repeat", "gpu_short", "model", "node_range", "pod_limit"],
+)
 def test_each_infeasibility_reason_raises(gen, case):
     state = gen.build_cluster([("V100M16", 4, 32000, 131072), ("", 0, 64000, 262144)])
     state.bind(Placement(0, (1,), PodSpec(1000, 0, 1, 700)))
@@ -206,7 +210,7 @@ def test_fgd_cache_correct_across_copies(gen, typical_small, data):
     cached = FgdPolicy(typical_small)
     states = [data.draw(gen.clusters(max_prior=10))]
     bound: list[list[Placement]] = [[]]
-    for shape in WARM_SHAPES:   # grows the per-shape cache beyond its initial width
+    for shape in WARM_SHAPES:  # grows the per-shape cache beyond its initial width
         cached.score_nodes(states[0], shape)
     for _ in range(data.draw(st.integers(1, 12))):
         op = data.draw(st.sampled_from(("bind", "bind", "unbind", "copy", "select_bind")))
@@ -228,7 +232,9 @@ def test_fgd_cache_correct_across_copies(gen, typical_small, data):
             if placement is not None:
                 state.bind(placement)
                 bound[i].append(placement)
-        pods = data.draw(st.lists(gen.pods(), min_size=1, max_size=3)) + [data.draw(st.sampled_from(WARM_SHAPES))]
+        pods = data.draw(st.lists(gen.pods(), min_size=1, max_size=3)) + [
+            data.draw(st.sampled_from(WARM_SHAPES))
+        ]
         for s in states:
             for pod in pods:
                 fresh = FgdPolicy(typical_small)
@@ -249,7 +255,9 @@ def test_fgd_cache_not_confused_by_same_sized_clusters(gen, typical_small):
     cached = FgdPolicy(typical_small)
     for _ in range(2):
         for s in (a, b):
-            assert cached.score_nodes(s, pod).tolist() == FgdPolicy(typical_small).score_nodes(s, pod).tolist()
+            assert (
+                cached.score_nodes(s, pod).tolist() == FgdPolicy(typical_small).score_nodes(s, pod).tolist()
+            )
 
 
 @PROPS

@@ -34,9 +34,16 @@ def _sha(data: bytes) -> str:
 
 
 def _entry(name: str, data: bytes, url: str | None = None, group: str = "openb") -> DatasetEntry:
-    return DatasetEntry(name=name, group=group, relpath=f"{group}/{name}.csv", url=url,
-                        sha256=_sha(data), size=len(data), licence="test-licence",
-                        note="" if url else "mirror only (test)")
+    return DatasetEntry(
+        name=name,
+        group=group,
+        relpath=f"{group}/{name}.csv",
+        url=url,
+        sha256=_sha(data),
+        size=len(data),
+        licence="test-licence",
+        note="" if url else "mirror only (test)",
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +59,7 @@ def _isolated(monkeypatch, tmp_path):
     def no_network(url, timeout=None):
         if url.startswith("file:"):
             import urllib.request
+
             return urllib.request.urlopen(url, timeout=timeout)
         raise AssertionError(f"test tried to reach the network: {url}")
 
@@ -104,12 +112,17 @@ def test_registry_contents():
         if e.url is None:
             assert e.note  # mirror-only entries say why
         elif e.group == "openb":
-            assert e.url.startswith("https://raw.githubusercontent.com/alibaba/clusterdata/"
-                                    + registry.ALIBABA_CLUSTERDATA_COMMIT + "/cluster-trace-gpu-v2023/")
+            assert e.url.startswith(
+                "https://raw.githubusercontent.com/alibaba/clusterdata/"
+                + registry.ALIBABA_CLUSTERDATA_COMMIT
+                + "/cluster-trace-gpu-v2023/"
+            )
         else:
-            assert e.url == ("https://raw.githubusercontent.com/hkust-adsl/kubernetes-scheduler-"
-                             f"simulator/{registry.SIMULATOR_COMMIT}/experiments/analysis/"
-                             f"expected_results/{e.relpath.split('/')[-1]}")
+            assert e.url == (
+                "https://raw.githubusercontent.com/hkust-adsl/kubernetes-scheduler-"
+                f"simulator/{registry.SIMULATOR_COMMIT}/experiments/analysis/"
+                f"expected_results/{e.relpath.split('/')[-1]}"
+            )
     assert {e.name for e in entries if e.url is None} == {"alloc_at_130_summary", "rng_cooked"}
     assert registry.get("openb_pod_list_default") is registry.get("openb/openb_pod_list_default.csv")
 
@@ -262,9 +275,11 @@ def test_failed_download_leaves_nothing(monkeypatch, cache, failure):
         if failure == "connect":
             raise urllib.error.URLError("Name or service not known")
         if failure == "interrupt":
+
             class Interrupting(io.BytesIO):
                 def read(self, n=-1):
                     raise KeyboardInterrupt
+
             return Interrupting(data)
         return _BrokenResponse(data)
 
@@ -293,8 +308,7 @@ def test_fetch_all_downloads_and_skips_mirror_only(monkeypatch, tmp_path, cache)
     _use(monkeypatch, dl, derived)
     seen = []
     results = store.fetch(progress=False, on_result=seen.append)
-    assert [(r.entry.name, r.status) for r in results] == [("dl", "downloaded"),
-                                                           ("derived", "skipped")]
+    assert [(r.entry.name, r.status) for r in results] == [("dl", "downloaded"), ("derived", "skipped")]
     assert seen == results
     assert [r.status for r in store.fetch(progress=False)] == ["cached", "skipped"]
     with pytest.raises(DataError, match="derived"):
@@ -316,8 +330,7 @@ def test_verify_and_list_statuses(monkeypatch, mirror, cache):
     assert bad.sha256 in results["bad"].describe()
     assert results["bad"].actual_sha256 in results["bad"].describe()
     statuses = {s.entry.name: s.status for s in store.list_datasets()}
-    assert statuses == {"ok": "in mirror", "bad": "in mirror", "missing": "missing",
-                        "cached": "cached"}
+    assert statuses == {"ok": "in mirror", "bad": "in mirror", "missing": "missing", "cached": "cached"}
 
 
 # --- CLI ---------------------------------------------------------------------------------------------
@@ -341,8 +354,10 @@ def test_cli_list_verify_fetch(monkeypatch, tmp_path, mirror, capsys):
     assert _run(["data", "list"]) == 0
     out = capsys.readouterr().out
     assert "name" in out and "licence" in out
-    assert any(line.startswith("good") and "in mirror" in line and "test-licence" in line
-               for line in out.splitlines())
+    assert any(
+        line.startswith("good") and "in mirror" in line and "test-licence" in line
+        for line in out.splitlines()
+    )
     assert any(line.startswith("remote") and "missing" in line for line in out.splitlines())
 
     assert _run(["data", "verify"]) == 0

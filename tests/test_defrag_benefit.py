@@ -25,9 +25,22 @@ def _fill(state, node: int, remaining: list[float], first_id: int) -> list[Movab
     out = []
     for g, left in enumerate(remaining):
         state.bind(Placement(node, (g,), ONE_GPU))
-        out.append(MovablePod(first_id + g, node, (g,), ONE_GPU.cpu_milli, ONE_GPU.memory_mib, 1, 1000, -1,
-                              run_time_s=100.0, remaining_s=left, checkpoint_interval_s=600.0,
-                              checkpoint_phase_s=0.0))
+        out.append(
+            MovablePod(
+                first_id + g,
+                node,
+                (g,),
+                ONE_GPU.cpu_milli,
+                ONE_GPU.memory_mib,
+                1,
+                1000,
+                -1,
+                run_time_s=100.0,
+                remaining_s=left,
+                checkpoint_interval_s=600.0,
+                checkpoint_phase_s=0.0,
+            )
+        )
     return out
 
 
@@ -72,8 +85,22 @@ def test_a_lone_pod_that_a_completion_will_serve_soon_gets_no_migration(gen):
     running = _fill(state, 0, [9000.0] * 7, 0)
     half = PodSpec(2000, 1024, 1, 500)
     state.bind(Placement(0, (7,), half))
-    running.append(MovablePod(7, 0, (7,), 2000, 1024, 1, 500, -1, run_time_s=0.0, remaining_s=9000.0,
-                              checkpoint_interval_s=600.0, checkpoint_phase_s=0.0))
+    running.append(
+        MovablePod(
+            7,
+            0,
+            (7,),
+            2000,
+            1024,
+            1,
+            500,
+            -1,
+            run_time_s=0.0,
+            remaining_s=9000.0,
+            checkpoint_interval_s=600.0,
+            checkpoint_phase_s=0.0,
+        )
+    )
     running += _fill(state, 1, [45.0] + [9000.0] * 6, 8)
     state.bind(Placement(1, (7,), half))
     planner = DefragPlanner(PlannerConfig(max_moves=2, restart_s=10.0, margin=0.0, start_delay_s=30.0))
@@ -81,7 +108,7 @@ def test_a_lone_pod_that_a_completion_will_serve_soon_gets_no_migration(gen):
     plan = planner.plan(state, running, ONE_GPU)
     assert plan is not None and plan.benefit_gpu_s == pytest.approx(15.0)
     strict = DefragPlanner(PlannerConfig(max_moves=2, restart_s=10.0, margin=3.0, start_delay_s=30.0))
-    assert strict.plan(state, running, ONE_GPU) is None        # 15 < 4 x 5
+    assert strict.plan(state, running, ONE_GPU) is None  # 15 < 4 x 5
     # with a queue of such pods node 1's GPU serves only the first; X's GPU is worth 9000 s more
     queued = strict.plan(state, running, ONE_GPU, competing=2)
     assert queued is not None and queued.target_node == 0
@@ -94,9 +121,13 @@ def test_controller_counts_the_pods_that_fit_inside_the_blocked_pods_request():
         return PendingPod(i, spec, 0.0, 0, False)
 
     big = PodSpec(16000, 65536, 8, 1000)
-    queue = [pending(0, big), pending(1, ONE_GPU), pending(2, PodSpec(2000, 1024, 1, 500)),
-             pending(3, PodSpec(32000, 1024, 1, 1000)),   # more CPU than ``big`` asks for
-             pending(4, PodSpec(1000, 1024, 0, 0))]      # CPU only: not GPU room
+    queue = [
+        pending(0, big),
+        pending(1, ONE_GPU),
+        pending(2, PodSpec(2000, 1024, 1, 500)),
+        pending(3, PodSpec(32000, 1024, 1, 1000)),  # more CPU than ``big`` asks for
+        pending(4, PodSpec(1000, 1024, 0, 0)),
+    ]  # CPU only: not GPU room
     assert DefragController.competing(queue, big) == 3
     assert DefragController.competing(queue, ONE_GPU) == 2
     assert DefragController.competing(queue, PodSpec(2000, 1024, 1, 500)) == 1
@@ -115,8 +146,9 @@ def test_queue_harm_counts_the_room_the_queue_would_have_had(gen):
     harm = queue_harm_gpu_s(state, 0, pods, pods, eight, 1000.0)
     assert harm == pytest.approx((1000 - 100) + (1000 - 400) + 0 + 0 + 4 * 1000)
     # a pod the planner was not told about holds GPU 3 for ever
-    assert queue_harm_gpu_s(state, 0, pods[:3], pods[:3], PodSpec(4000, 1024, 3, 1000), 1000.0) \
-        == pytest.approx(1000 - 100 + 1000 - 400)
+    assert queue_harm_gpu_s(
+        state, 0, pods[:3], pods[:3], PodSpec(4000, 1024, 3, 1000), 1000.0
+    ) == pytest.approx(1000 - 100 + 1000 - 400)
     with pytest.raises(ValueError, match="does not fit"):
         queue_harm_gpu_s(state, 0, pods, [], eight, 1000.0)
 
@@ -132,13 +164,41 @@ def _harm_scenario(gen, b_movable: bool = True):
     for node, rest, lost in ((0, 100.0, 10.0), (1, 9000.0, 50.0)):
         for g in range(7):
             state.bind(Placement(node, (g,), ONE_GPU))
-            running.append(MovablePod(10 * node + g, node, (g,), 4000, 1024, 1, 1000, -1, run_time_s=0.0,
-                                      remaining_s=rest, checkpoint_interval_s=0.0, checkpoint_phase_s=0.0,
-                                      movable=False))
+            running.append(
+                MovablePod(
+                    10 * node + g,
+                    node,
+                    (g,),
+                    4000,
+                    1024,
+                    1,
+                    1000,
+                    -1,
+                    run_time_s=0.0,
+                    remaining_s=rest,
+                    checkpoint_interval_s=0.0,
+                    checkpoint_phase_s=0.0,
+                    movable=False,
+                )
+            )
         state.bind(Placement(node, (7,), half))
-        running.append(MovablePod(10 * node + 7, node, (7,), 2000, 1024, 1, 500, -1, run_time_s=lost,
-                                  remaining_s=rest, checkpoint_interval_s=0.0, checkpoint_phase_s=0.0,
-                                  movable=node == 0 or b_movable))
+        running.append(
+            MovablePod(
+                10 * node + 7,
+                node,
+                (7,),
+                2000,
+                1024,
+                1,
+                500,
+                -1,
+                run_time_s=lost,
+                remaining_s=rest,
+                checkpoint_interval_s=0.0,
+                checkpoint_phase_s=0.0,
+                movable=node == 0 or b_movable,
+            )
+        )
     for g in range(7):
         state.bind(Placement(2, (g,), ONE_GPU))
     state.bind(Placement(2, (7,), half))
@@ -168,7 +228,7 @@ def test_hysteresis_counts_the_weighted_harm(gen):
     plan = plain.plan(state, running, ONE_GPU, duration_s=1000.0)
     assert plan is not None and plan.benefit_gpu_s == pytest.approx(100.0)
     weighed = DefragPlanner(PlannerConfig(max_moves=1, restart_s=0.0, margin=0.0, harm_weight=1.0))
-    assert weighed.plan(state, running, ONE_GPU, duration_s=1000.0) is None   # 100 < 5 + 900
+    assert weighed.plan(state, running, ONE_GPU, duration_s=1000.0) is None  # 100 < 5 + 900
     # a short pod hardly keeps the GPU from the queue: harm 1 x (105 - 100) = 5, total 10
     short = weighed.plan(state, running, ONE_GPU, duration_s=105.0)
     assert short is not None and short.harm_gpu_s == pytest.approx(5.0)
@@ -198,8 +258,9 @@ def _two_blocked(gen):
         for g in range(8):
             spec = ONE_GPU if g < 7 else half
             state.bind(Placement(node, (g,), spec))
-            running.append(RunningPod(10 * node + g, spec, node, (g,), 0.0, 9000.0, 60.0, 600.0, 0.0,
-                                      g < 7, False))
+            running.append(
+                RunningPod(10 * node + g, spec, node, (g,), 0.0, 9000.0, 60.0, 600.0, 0.0, g < 7, False)
+            )
     pending = [PendingPod(100, ONE_GPU, 10.0, 0, True), PendingPod(101, ONE_GPU, 20.0, 0, True)]
     return state, running, pending, np.full(102, 5000.0)
 
@@ -213,7 +274,9 @@ def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
     assert len(moves) == plans_per_tick
     assert [(m.for_pod_id, m.reserve_node) for m in moves] == [(100, 1), (101, 2)][:plans_per_tick]
     # pod 17 takes node 0's GPU 6; the second plan sends pod 27 to GPU 7, not to GPU 6 again
-    assert [(m.pod_id, m.to_node, m.to_gpus) for m in moves] == [(17, 0, (6,)), (27, 0, (7,))][:plans_per_tick]
+    assert [(m.pod_id, m.to_node, m.to_gpus) for m in moves] == [(17, 0, (6,)), (27, 0, (7,))][
+        :plans_per_tick
+    ]
     work = state.copy()
     for m in moves:  # every move fits on the state as the simulator will see it
         work.bind(Placement(m.to_node, m.to_gpus, PodSpec(2000, 1024, 1, 500)))

@@ -28,10 +28,10 @@ from gpudefrag.workloads.synthetic import SyntheticWorkload
 from test_timed_sim import place_in_order
 
 G2 = ("G2", 8, 96000, 393216)
-T0 = 1001.0        # B's first session ends (arrival 1000 + 1 s latency): the plan is made here
+T0 = 1001.0  # B's first session ends (arrival 1000 + 1 s latency): the plan is made here
 GRACE, RESTART = 30.0, 60.0
-LONG = 20_000.0    # work of the L pods in scenario (a): they would finish at 20_001
-B = 8              # B's pod id
+LONG = 20_000.0  # work of the L pods in scenario (a): they would finish at 20_001
+B = 8  # B's pod id
 
 
 class Pinned:
@@ -55,25 +55,35 @@ def scenario(long_s: float = LONG, dnd=()) -> SyntheticWorkload:
     specs.append(PodSpec(1000, 1024, 8, 1000, -1, "B"))
     n = len(specs)
     return SyntheticWorkload(
-        pods=pod_batch(specs), arrival_s=np.array([0.0] * 8 + [1000.0]),
+        pods=pod_batch(specs),
+        arrival_s=np.array([0.0] * 8 + [1000.0]),
         duration_s=np.array([long_s] * 8 + [1000.0]),
-        checkpoint_interval_s=np.full(n, 600.0), checkpoint_phase_s=np.zeros(n),
-        do_not_disrupt=np.isin(np.arange(n), list(dnd)), priority=np.zeros(n, np.int64),
-        warmup_s=0.0, horizon_s=30_000.0, offered_load=1.0)
+        checkpoint_interval_s=np.full(n, 600.0),
+        checkpoint_phase_s=np.zeros(n),
+        do_not_disrupt=np.isin(np.arange(n), list(dnd)),
+        priority=np.zeros(n, np.int64),
+        warmup_s=0.0,
+        horizon_s=30_000.0,
+        offered_load=1.0,
+    )
 
 
 def controller(max_moves: int = 4, margin: float = 0.5) -> DefragController:
-    ctl = DefragController.with_config(PlannerConfig(max_moves=max_moves, restart_s=RESTART,
-                                                     margin=margin))
+    ctl = DefragController.with_config(PlannerConfig(max_moves=max_moves, restart_s=RESTART, margin=margin))
     ctl.tick_interval_s = 0.0
     return ctl
 
 
 def run(gen, wl: SyntheticWorkload, defrag=None, hook=None, extra_nodes=()):
     pins = {f"L{i}": i // 4 for i in range(8)}
-    return run_timed(gen.build_cluster([G2, G2, *extra_nodes]), wl, Pinned(pins), defrag,
-                     TimedConfig(eviction_grace_s=GRACE, restart_s=RESTART, full_check_every=1),
-                     hook=hook)
+    return run_timed(
+        gen.build_cluster([G2, G2, *extra_nodes]),
+        wl,
+        Pinned(pins),
+        defrag,
+        TimedConfig(eviction_grace_s=GRACE, restart_s=RESTART, full_check_every=1),
+        hook=hook,
+    )
 
 
 def assert_no_moves(r, b_start: float) -> None:
@@ -135,11 +145,14 @@ def test_no_plan_when_it_needs_more_than_max_moves(gen):
 
 
 # ----------------------------------------------------------------------------- (c) do-not-disrupt
-@pytest.mark.parametrize("dnd, freed", [
-    ((0, 1, 2, 3), 1),              # node 0 is pinned: node 1 is freed instead (L4-L7 move)
-    ((0, 4), None),                 # one pinned pod per node blocks both (3 movable on each)
-    (tuple(range(8)), None),        # everything pinned
-])
+@pytest.mark.parametrize(
+    "dnd, freed",
+    [
+        ((0, 1, 2, 3), 1),  # node 0 is pinned: node 1 is freed instead (L4-L7 move)
+        ((0, 4), None),  # one pinned pod per node blocks both (3 movable on each)
+        (tuple(range(8)), None),  # everything pinned
+    ],
+)
 def test_do_not_disrupt_pods_are_never_moved(gen, dnd, freed):
     r = run(gen, scenario(dnd=dnd), controller())
     if freed is None:
@@ -174,11 +187,14 @@ def test_controller_runs_are_deterministic(gen):
 
 
 # ----------------------------------------------------------------------------- (f) headroom
-@pytest.mark.parametrize("headroom_fraction, planned", [
-    (0.0, True),
-    (0.11, True),    # with B placed 2 of 18 GPUs (0.111) stay free: enough
-    (0.12, False),   # ... not enough: B waits for the long pods, as without the controller
-])
+@pytest.mark.parametrize(
+    "headroom_fraction, planned",
+    [
+        (0.0, True),
+        (0.11, True),  # with B placed 2 of 18 GPUs (0.111) stay free: enough
+        (0.12, False),  # ... not enough: B waits for the long pods, as without the controller
+    ],
+)
 def test_headroom_gates_plans_for_multi_gpu_pods(gen, headroom_fraction, planned):
     # a third, empty 2-GPU node: B still fits no node, and with it placed 2 GPUs stay free
     ctl = controller()
@@ -204,14 +220,17 @@ def test_headroom_never_gates_pods_of_one_gpu_or_less(gen):
 
 
 # ----------------------------------------------------------------------------- (g) run-time estimates
-@pytest.mark.parametrize("long_s, history_s, planned", [
-    # the L pods finish 300 s after T0 (no plan with true run times); history says pods run
-    # 20,000 s, so after 1000 s each has ~19,000 s left: benefit 8 x 19,000 >= 2940, plan
-    (1300.0, [20_000.0], True),
-    # the L pods run to 20,001 (a plan with true run times); history says 1300 s, so 300 s
-    # left: benefit 2400 < 2940, no plan, and B waits for the L pods
-    (LONG, [1300.0], False),
-])
+@pytest.mark.parametrize(
+    "long_s, history_s, planned",
+    [
+        # the L pods finish 300 s after T0 (no plan with true run times); history says pods run
+        # 20,000 s, so after 1000 s each has ~19,000 s left: benefit 8 x 19,000 >= 2940, plan
+        (1300.0, [20_000.0], True),
+        # the L pods run to 20,001 (a plan with true run times); history says 1300 s, so 300 s
+        # left: benefit 2400 < 2940, no plan, and B waits for the L pods
+        (LONG, [1300.0], False),
+    ],
+)
 def test_history_estimates_replace_true_run_times(gen, long_s, history_s, planned):
     ctl = controller()
     ctl.runtimes = ResidualLife(history_s)

@@ -8,24 +8,36 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch.patterns import fits_on_view, node_view as _view, place_on_view
+from gpudefrag.batch.patterns import fits_on_view, place_on_view
+from gpudefrag.batch.patterns import node_view as _view
 from gpudefrag.defrag.benefit import occupy, release
 from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
-from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.cluster import Placement
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.pods import PodSpec
 
 
 def _running(state, placements, data) -> list[MovablePod]:
     out = []
     for i, p in enumerate(placements):
-        out.append(MovablePod(
-            pod_id=i, node=p.node, gpus=p.gpus, cpu_milli=p.pod.cpu_milli, memory_mib=p.pod.memory_mib,
-            num_gpu=p.pod.num_gpu, gpu_milli=p.pod.gpu_milli, gpu_model_mask=p.pod.gpu_model_mask,
-            run_time_s=data.draw(st.floats(0, 20_000)), remaining_s=data.draw(st.floats(1, 40_000)),
-            checkpoint_interval_s=data.draw(st.sampled_from([600.0, 1800.0, 3600.0])),
-            checkpoint_phase_s=data.draw(st.floats(0, 600)), movable=data.draw(st.booleans() | st.just(True))))
+        out.append(
+            MovablePod(
+                pod_id=i,
+                node=p.node,
+                gpus=p.gpus,
+                cpu_milli=p.pod.cpu_milli,
+                memory_mib=p.pod.memory_mib,
+                num_gpu=p.pod.num_gpu,
+                gpu_milli=p.pod.gpu_milli,
+                gpu_model_mask=p.pod.gpu_model_mask,
+                run_time_s=data.draw(st.floats(0, 20_000)),
+                remaining_s=data.draw(st.floats(1, 40_000)),
+                checkpoint_interval_s=data.draw(st.sampled_from([600.0, 1800.0, 3600.0])),
+                checkpoint_phase_s=data.draw(st.floats(0, 600)),
+                movable=data.draw(st.booleans() | st.just(True)),
+            )
+        )
     return out
 
 
@@ -71,8 +83,12 @@ def _has_destinations(state, moved, avoid) -> bool:
         views = {n: _view(state, n) for n in set(combo)}
         ok = True
         for p, n in zip(order, combo):
-            if place_on_view(views[n], PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli,
-                                               p.gpu_model_mask)) is None:
+            if (
+                place_on_view(
+                    views[n], PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
+                )
+                is None
+            ):
                 ok = False
                 break
         if ok:
@@ -101,8 +117,9 @@ def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves
     state, placements, pod = data.draw(scenarios(gen, max_nodes=6, max_pods=16))
     running = _running(state, placements, data)
     by_id = {p.pod_id: p for p in running}
-    config = PlannerConfig(max_moves=max_moves, restart_s=data.draw(st.sampled_from([60.0, 300.0, 900.0])),
-                           margin=margin)
+    config = PlannerConfig(
+        max_moves=max_moves, restart_s=data.draw(st.sampled_from([60.0, 300.0, 900.0])), margin=margin
+    )
     plan = DefragPlanner(config).plan(state, running, pod)
     if plan is None:
         return
@@ -119,8 +136,11 @@ def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves
         work.bind(Placement(m.to_node, m.to_gpus, spec))
     for m in plan.moves:
         p = by_id[m.pod_id]
-        work.unbind(Placement(p.node, p.gpus, PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli,
-                                                       p.gpu_model_mask)))
+        work.unbind(
+            Placement(
+                p.node, p.gpus, PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
+            )
+        )
     view = _view(work, plan.target_node)
     assert place_on_view(view, pod) is not None
 
@@ -134,12 +154,36 @@ def test_hysteresis_blocks_a_plan_that_does_not_pay(gen):
         state.bind(Placement(1, (g,), PodSpec(1000, 0, 1, 1000)))
     blocked = PodSpec(8000, 1024, 8, 1000)
     assert blocked_by_fragmentation(state, blocked)
-    mover = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, run_time_s=1000.0, remaining_s=50.0,
-                       checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    mover = MovablePod(
+        0,
+        0,
+        (0,),
+        4000,
+        1024,
+        1,
+        1000,
+        -1,
+        run_time_s=1000.0,
+        remaining_s=50.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_phase_s=0.0,
+    )
     # cost = 1 GPU x (lost 400 s + restart 60 s) = 460; benefit = 8 GPUs x 50 s = 400 < 460.
     assert DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.0)).plan(state, [mover], blocked) is None
-    long_running = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, run_time_s=1000.0, remaining_s=5000.0,
-                              checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
+    long_running = MovablePod(
+        0,
+        0,
+        (0,),
+        4000,
+        1024,
+        1,
+        1000,
+        -1,
+        run_time_s=1000.0,
+        remaining_s=5000.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_phase_s=0.0,
+    )
     plan = DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.5)).plan(state, [long_running], blocked)
     assert plan is not None and plan.target_node == 0
     assert plan.moves[0].to_node == 1 and plan.cost_gpu_s == pytest.approx(460.0)
@@ -155,12 +199,15 @@ def test_protected_pod_is_never_moved(gen):
     assert DefragPlanner().plan(state, [pinned], PodSpec(8000, 1024, 8, 1000)) is None
 
 
-@pytest.mark.parametrize("run_time, interval, phase, lost", [
-    (1000.0, 600.0, 0.0, 400.0),     # checkpoints at 600: 1000 - 600
-    (1000.0, 600.0, 100.0, 300.0),   # checkpoints at 100, 700: 1000 - 700
-    (50.0, 600.0, 100.0, 50.0),      # before the first checkpoint: all of it
-    (1200.0, 600.0, 0.0, 0.0),       # exactly on a checkpoint
-])
+@pytest.mark.parametrize(
+    "run_time, interval, phase, lost",
+    [
+        (1000.0, 600.0, 0.0, 400.0),  # checkpoints at 600: 1000 - 600
+        (1000.0, 600.0, 100.0, 300.0),  # checkpoints at 100, 700: 1000 - 700
+        (50.0, 600.0, 100.0, 50.0),  # before the first checkpoint: all of it
+        (1200.0, 600.0, 0.0, 0.0),  # exactly on a checkpoint
+    ],
+)
 def test_lost_work_since_last_checkpoint(run_time, interval, phase, lost):
     assert lost_work_s(run_time, interval, phase) == pytest.approx(lost)
 
@@ -170,9 +217,11 @@ def test_blocked_by_fragmentation_needs_enough_free_in_total(gen):
     for node in (0, 1):
         for g in range(4):
             state.bind(Placement(node, (g,), PodSpec(1000, 0, 1, 1000)))
-    assert blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000))       # 8 free, split 4 + 4
-    assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 4, 1000))   # fits node 0
-    assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000, gpu_model_mask=1 << 0))  # A10 only
+    assert blocked_by_fragmentation(state, PodSpec(8000, 1024, 8, 1000))  # 8 free, split 4 + 4
+    assert not blocked_by_fragmentation(state, PodSpec(8000, 1024, 4, 1000))  # fits node 0
+    assert not blocked_by_fragmentation(
+        state, PodSpec(8000, 1024, 8, 1000, gpu_model_mask=1 << 0)
+    )  # A10 only
 
 
 # ----------------------------------------------------------------------------- the search's helpers
@@ -227,18 +276,57 @@ def _consolidation_scenario(gen):
     state.bind(Placement(0, (0,), half))
     state.bind(Placement(0, (1,), whole))
     state.bind(Placement(1, (0,), PodSpec(2000, 1024, 1, 500)))
-    a = MovablePod(0, 0, (0,), 1000, 1024, 1, 500, -1, run_time_s=500.0, remaining_s=5000.0,
-                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
-    w = MovablePod(1, 0, (1,), 1000, 1024, 1, 1000, -1, run_time_s=0.0, remaining_s=5000.0,
-                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0)
-    b = MovablePod(2, 1, (0,), 2000, 1024, 1, 500, -1, run_time_s=0.0, remaining_s=5000.0,
-                   checkpoint_interval_s=600.0, checkpoint_phase_s=0.0, movable=False)
+    a = MovablePod(
+        0,
+        0,
+        (0,),
+        1000,
+        1024,
+        1,
+        500,
+        -1,
+        run_time_s=500.0,
+        remaining_s=5000.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_phase_s=0.0,
+    )
+    w = MovablePod(
+        1,
+        0,
+        (1,),
+        1000,
+        1024,
+        1,
+        1000,
+        -1,
+        run_time_s=0.0,
+        remaining_s=5000.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_phase_s=0.0,
+    )
+    b = MovablePod(
+        2,
+        1,
+        (0,),
+        2000,
+        1024,
+        1,
+        500,
+        -1,
+        run_time_s=0.0,
+        remaining_s=5000.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_phase_s=0.0,
+        movable=False,
+    )
     return state, [a, w, b], PodSpec(16000, 1024, 1, 1000)
 
 
 def test_consolidation_only_moves_shared_pods_into_shared_gpus(gen):
     state, running, blocked = _consolidation_scenario(gen)
-    plain = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0)).plan(state, running, blocked)
+    plain = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0)).plan(
+        state, running, blocked
+    )
     # the cheapest plan moves W (1 GPU x 60 s) into node 1's free GPU
     assert plain is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plain.moves] == [(1, 1, (1,))]
     assert plain.cost_gpu_s == pytest.approx(60.0)

@@ -12,11 +12,11 @@ from gpudefrag.defrag.runtime import ResidualLife
 
 def test_mean_residual_life_by_hand():
     est = ResidualLife([600.0, 100.0, 200.0])
-    assert est.expected_s() == pytest.approx(300.0)          # (100 + 200 + 600) / 3
+    assert est.expected_s() == pytest.approx(300.0)  # (100 + 200 + 600) / 3
     assert est.remaining_s(0.0) == pytest.approx(300.0)
-    assert est.remaining_s(150.0) == pytest.approx(250.0)    # (50 + 450) / 2
+    assert est.remaining_s(150.0) == pytest.approx(250.0)  # (50 + 450) / 2
     assert est.remaining_s(599.0) == pytest.approx(1.0)
-    assert est.remaining_s(600.0) == 0.0                     # outlived every run time
+    assert est.remaining_s(600.0) == 0.0  # outlived every run time
     assert est.remaining_s(10_000.0) == 0.0
 
 

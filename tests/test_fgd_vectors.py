@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpudefrag.frag.kernels import fgd_score, node_frag_milli
 from gpudefrag.model.cluster import Placement
@@ -28,18 +29,41 @@ BIG_MEM = 1 << 20
 # Typical pods of openb_pod_list_default (spec Appendix A table; §4.1)
 
 TYPICAL_DEFAULT = [  # (cpu milli, gpu milli, #gpu, count, renormalised freq)
-    (3152, 810, 1, 1047, 0.134818), (11300, 1000, 1, 874, 0.112542), (11400, 1000, 1, 599, 0.077131),
-    (3152, 1000, 1, 470, 0.060520), (11908, 470, 1, 388, 0.049961), (12500, 0, 0, 366, 0.047129),
-    (8000, 470, 1, 360, 0.046356), (12000, 1000, 1, 326, 0.041978), (32000, 0, 0, 290, 0.037342),
-    (18708, 1000, 1, 255, 0.032835), (11908, 650, 1, 237, 0.030518), (4000, 320, 1, 232, 0.029874),
-    (9810, 1000, 1, 195, 0.025109), (8000, 0, 0, 185, 0.023822), (8000, 1000, 1, 164, 0.021118),
-    (4000, 1000, 1, 159, 0.020474), (15700, 1000, 1, 158, 0.020345), (11908, 1000, 1, 153, 0.019701),
-    (16000, 1000, 1, 150, 0.019315), (4000, 230, 1, 122, 0.015710), (15400, 0, 0, 120, 0.015452),
-    (6000, 460, 1, 120, 0.015452), (16500, 0, 0, 95, 0.012233), (14200, 1000, 1, 93, 0.011975),
-    (24200, 1000, 1, 84, 0.010816), (3152, 590, 1, 75, 0.009657), (8000, 320, 1, 72, 0.009271),
-    (4152, 550, 1, 72, 0.009271), (11900, 1000, 1, 55, 0.007082), (4000, 160, 1, 54, 0.006953),
-    (4152, 370, 1, 45, 0.005794), (4000, 220, 1, 43, 0.005537), (8200, 1000, 1, 41, 0.005279),
-    (15200, 1000, 1, 36, 0.004636), (4152, 810, 1, 31, 0.003992),
+    (3152, 810, 1, 1047, 0.134818),
+    (11300, 1000, 1, 874, 0.112542),
+    (11400, 1000, 1, 599, 0.077131),
+    (3152, 1000, 1, 470, 0.060520),
+    (11908, 470, 1, 388, 0.049961),
+    (12500, 0, 0, 366, 0.047129),
+    (8000, 470, 1, 360, 0.046356),
+    (12000, 1000, 1, 326, 0.041978),
+    (32000, 0, 0, 290, 0.037342),
+    (18708, 1000, 1, 255, 0.032835),
+    (11908, 650, 1, 237, 0.030518),
+    (4000, 320, 1, 232, 0.029874),
+    (9810, 1000, 1, 195, 0.025109),
+    (8000, 0, 0, 185, 0.023822),
+    (8000, 1000, 1, 164, 0.021118),
+    (4000, 1000, 1, 159, 0.020474),
+    (15700, 1000, 1, 158, 0.020345),
+    (11908, 1000, 1, 153, 0.019701),
+    (16000, 1000, 1, 150, 0.019315),
+    (4000, 230, 1, 122, 0.015710),
+    (15400, 0, 0, 120, 0.015452),
+    (6000, 460, 1, 120, 0.015452),
+    (16500, 0, 0, 95, 0.012233),
+    (14200, 1000, 1, 93, 0.011975),
+    (24200, 1000, 1, 84, 0.010816),
+    (3152, 590, 1, 75, 0.009657),
+    (8000, 320, 1, 72, 0.009271),
+    (4152, 550, 1, 72, 0.009271),
+    (11900, 1000, 1, 55, 0.007082),
+    (4000, 160, 1, 54, 0.006953),
+    (4152, 370, 1, 45, 0.005794),
+    (4000, 220, 1, 43, 0.005537),
+    (8200, 1000, 1, 41, 0.005279),
+    (15200, 1000, 1, 36, 0.004636),
+    (4152, 810, 1, 31, 0.003992),
 ]
 
 
@@ -74,9 +98,19 @@ def test_typical_pods_default_full_table(default_inputs):
 # ------------------------------------------------------------------------------------------------
 # FGD fragmentation and scores on a G2 node (Appendix A)
 
+
 def _frag(tp, cpu_left, gpu_left):
-    return node_frag_milli(cpu_left, np.asarray(gpu_left, dtype=np.int64), len(gpu_left), G2,
-                           tp.cpu_milli, tp.gpu_milli, tp.num_gpu, tp.gpu_model_mask, tp.freq)
+    return node_frag_milli(
+        cpu_left,
+        np.asarray(gpu_left, dtype=np.int64),
+        len(gpu_left),
+        G2,
+        tp.cpu_milli,
+        tp.gpu_milli,
+        tp.num_gpu,
+        tp.gpu_model_mask,
+        tp.freq,
+    )
 
 
 def _g2_node(gen):
@@ -86,9 +120,9 @@ def _g2_node(gen):
 def _partly_used_g2(gen):
     """G2 node with cpu_left 10000 and gpu_left [1000,1000,190,530,1000,0,1000,1000], by binds."""
     state = _g2_node(gen)
-    state.bind(Placement(0, (2,), PodSpec(86000, 0, 1, 810)))   # 96000-86000 = 10000; 1000-810 = 190
-    state.bind(Placement(0, (3,), PodSpec(0, 0, 1, 470)))       # 1000-470 = 530
-    state.bind(Placement(0, (5,), PodSpec(0, 0, 1, 1000)))      # 0
+    state.bind(Placement(0, (2,), PodSpec(86000, 0, 1, 810)))  # 96000-86000 = 10000; 1000-810 = 190
+    state.bind(Placement(0, (3,), PodSpec(0, 0, 1, 470)))  # 1000-470 = 530
+    state.bind(Placement(0, (5,), PodSpec(0, 0, 1, 1000)))  # 0
     assert int(state.cpu_milli_left[0]) == 10000
     assert state.gpu_milli_left[0].tolist() == [1000, 1000, 190, 530, 1000, 0, 1000, 1000]
     return state
@@ -120,7 +154,7 @@ EMPTY_G2_VECTORS = [  # pod, score, GPUs of the placement
 
 PARTLY_USED_G2_VECTORS = [
     (PodSpec(3152, 0, 1, 810), 48, (0,)),
-    (PodSpec(4000, 0, 1, 160), 39, (2,)),   # the 190-milli GPU
+    (PodSpec(4000, 0, 1, 160), 39, (2,)),  # the 190-milli GPU
     (PodSpec(2000, 0), 46, ()),
 ]
 
@@ -146,21 +180,25 @@ def test_fgd_scores_on_partly_used_g2(default_inputs, gen, pod, score, gpus):
     assert placement is not None and placement.node == 0 and placement.gpus == gpus
 
 
-@pytest.mark.parametrize("delta,expected", [
-    (0, 50),          # sigmoid(0) = 0.5 exactly -> 50
-    (-1, 49),         # 49.999975 truncated toward zero
-    (1000, 73),       # sigmoid(1) = 0.7310585... -> 73
-    (-40, 49),        # sigmoid(-0.04) = 0.490001 -> 49 (one point ~ 40 milli)
-    (-41, 48),        # sigmoid(-0.041) = 0.489751 -> 48
-    (1e6, 100),       # saturates at 100
-    (-1e6, 0),        # and at 0
-])
+@pytest.mark.parametrize(
+    "delta,expected",
+    [
+        (0, 50),  # sigmoid(0) = 0.5 exactly -> 50
+        (-1, 49),  # 49.999975 truncated toward zero
+        (1000, 73),  # sigmoid(1) = 0.7310585... -> 73
+        (-40, 49),  # sigmoid(-0.04) = 0.490001 -> 49 (one point ~ 40 milli)
+        (-41, 48),  # sigmoid(-0.041) = 0.489751 -> 48
+        (1e6, 100),  # saturates at 100
+        (-1e6, 0),  # and at 0
+    ],
+)
 def test_fgd_score_truncation(delta, expected):
     assert int(fgd_score(delta)) == expected
 
 
 # ------------------------------------------------------------------------------------------------
 # Workload preparation (spec §2.3, Appendix A)
+
 
 def _prepare(inputs, seed):
     return prepare_run(inputs.pods, inputs.nodes.names, inputs.gpu_capacity_milli, seed)
@@ -207,18 +245,21 @@ def test_prepare_run_total_stays_within_the_tune_rule(default_inputs):
 # ------------------------------------------------------------------------------------------------
 # Hand-worked baseline tables (spec §5)
 
+
 def _baseline(name, typical_small):
     return make_policy(name, typical_small, 0)
 
 
 def test_bestfit_table(gen, typical_small):
-    state = gen.build_cluster([
-        ("G2", 8, 96000, BIG_MEM),       # 0
-        ("T4", 2, 104000, BIG_MEM),      # 1
-        ("P100", 1, 8000, BIG_MEM),      # 2
-        ("", 0, 64000, BIG_MEM),         # 3: no GPU
-        ("V100M16", 4, 32000, BIG_MEM),  # 4: partly used below
-    ])
+    state = gen.build_cluster(
+        [
+            ("G2", 8, 96000, BIG_MEM),  # 0
+            ("T4", 2, 104000, BIG_MEM),  # 1
+            ("P100", 1, 8000, BIG_MEM),  # 2
+            ("", 0, 64000, BIG_MEM),  # 3: no GPU
+            ("V100M16", 4, 32000, BIG_MEM),  # 4: partly used below
+        ]
+    )
     state.bind(Placement(4, (0,), PodSpec(16000, 0, 1, 1000)))
     state.bind(Placement(4, (1,), PodSpec(0, 0, 1, 750)))
     # node 4: cpu_left 16000, gpu_left [0, 250, 1000, 1000], tl = 2250
@@ -254,14 +295,17 @@ def test_bestfit_table(gen, typical_small):
 
 
 def test_gpupacking_table(gen, typical_small):
-    state = gen.build_cluster([
-        ("G2", 8, 96000, BIG_MEM),       # 0 idle
-        ("P100", 1, 8000, BIG_MEM),      # 1 idle
-        ("T4", 2, 104000, BIG_MEM),      # 2 idle
-        ("V100M16", 4, 32000, BIG_MEM),  # 3 -> [1000, 600, 0, 1000]
-        ("V100M16", 4, 32000, BIG_MEM),  # 4 -> [350, 1000, 1000, 1000]
-        ("", 0, 64000, BIG_MEM),         # 5 no GPU
-    ], tie_rank=np.array([5, 4, 3, 2, 1, 0]))
+    state = gen.build_cluster(
+        [
+            ("G2", 8, 96000, BIG_MEM),  # 0 idle
+            ("P100", 1, 8000, BIG_MEM),  # 1 idle
+            ("T4", 2, 104000, BIG_MEM),  # 2 idle
+            ("V100M16", 4, 32000, BIG_MEM),  # 3 -> [1000, 600, 0, 1000]
+            ("V100M16", 4, 32000, BIG_MEM),  # 4 -> [350, 1000, 1000, 1000]
+            ("", 0, 64000, BIG_MEM),  # 5 no GPU
+        ],
+        tie_rank=np.array([5, 4, 3, 2, 1, 0]),
+    )
     state.bind(Placement(3, (1,), PodSpec(1000, 0, 1, 400)))
     state.bind(Placement(3, (2,), PodSpec(1000, 0, 1, 1000)))
     state.bind(Placement(4, (0,), PodSpec(1000, 0, 1, 650)))
@@ -290,14 +334,16 @@ def test_gpupacking_table(gen, typical_small):
 
 
 def test_gpuclustering_table(gen, typical_small):
-    state = gen.build_cluster([
-        ("G2", 8, 96000, BIG_MEM),       # 0 idle
-        ("P100", 1, 8000, BIG_MEM),      # 1 idle
-        ("V100M16", 4, 32000, BIG_MEM),  # 2 one share pod
-        ("V100M16", 4, 32000, BIG_MEM),  # 3 one share pod + one whole-GPU pod
-        ("T4", 2, 104000, BIG_MEM),      # 4 only a CPU pod
-        ("T4", 4, 96000, BIG_MEM),       # 5 one 2-GPU pod
-    ])
+    state = gen.build_cluster(
+        [
+            ("G2", 8, 96000, BIG_MEM),  # 0 idle
+            ("P100", 1, 8000, BIG_MEM),  # 1 idle
+            ("V100M16", 4, 32000, BIG_MEM),  # 2 one share pod
+            ("V100M16", 4, 32000, BIG_MEM),  # 3 one share pod + one whole-GPU pod
+            ("T4", 2, 104000, BIG_MEM),  # 4 only a CPU pod
+            ("T4", 4, 96000, BIG_MEM),  # 5 one 2-GPU pod
+        ]
+    )
     state.bind(Placement(2, (0,), PodSpec(1000, 0, 1, 500)))
     state.bind(Placement(3, (0,), PodSpec(1000, 0, 1, 500)))
     state.bind(Placement(3, (1,), PodSpec(1000, 0, 1, 1000)))
@@ -311,7 +357,7 @@ def test_gpuclustering_table(gen, typical_small):
     # n0 no GPU pods +25 = 25; n1 46; n2 own tag only +75 = 89; n3 own among others +50 = 67;
     # n4 (CPU pod does not count) +25 = 43; n5 only other tags +0 = 18
     assert policy.score_nodes(state, share).tolist() == [25, 46, 89, 67, 43, 18]
-    assert policy.select(state, share) == Placement(2, (0,), share)   # tightest GPU: 500 left
+    assert policy.select(state, share) == Placement(2, (0,), share)  # tightest GPU: 500 left
     whole = PodSpec(1000, 0, 1, 1000)
     # n2 others only -> 14; n3 own among others -> 67; lowest free GPU on n3 is 2
     assert policy.score_nodes(state, whole).tolist() == [25, 46, 14, 67, 43, 18]
@@ -326,13 +372,15 @@ def test_gpuclustering_table(gen, typical_small):
 
 
 def test_dotprod_table(gen, typical_small):
-    state = gen.build_cluster([
-        ("G2", 8, 96000, BIG_MEM),       # 0
-        ("T4", 2, 104000, BIG_MEM),      # 1
-        ("P100", 2, 16000, BIG_MEM),     # 2
-        ("P100", 1, 8000, BIG_MEM),      # 3
-        ("G3", 8, 128000, BIG_MEM),      # 4: a 4-GPU pod with 64000 m below
-    ])
+    state = gen.build_cluster(
+        [
+            ("G2", 8, 96000, BIG_MEM),  # 0
+            ("T4", 2, 104000, BIG_MEM),  # 1
+            ("P100", 2, 16000, BIG_MEM),  # 2
+            ("P100", 1, 8000, BIG_MEM),  # 3
+            ("G3", 8, 128000, BIG_MEM),  # 4: a 4-GPU pod with 64000 m below
+        ]
+    )
     state.bind(Placement(4, (0, 1, 2, 3), PodSpec(64000, 0, 4, 1000)))
     policy = _baseline("dotprod", typical_small)
     pod = PodSpec(16000, 0, 1, 1000)
@@ -353,11 +401,17 @@ def test_dotprod_table(gen, typical_small):
 # ------------------------------------------------------------------------------------------------
 # FGD against an independent Python oracle of spec §4.2-4.4 on random small clusters
 
+
 def _oracle_frag(cpu_left, left, model, tp):
     idle = sum(left)
     bins = [0.0] * 7  # q1, q2, q3, q4, xl, xr, na
-    for c, m, k, mask, f in zip(tp.cpu_milli.tolist(), tp.gpu_milli.tolist(), tp.num_gpu.tolist(),
-                                tp.gpu_model_mask.tolist(), tp.freq.tolist()):
+    for c, m, k, mask, f in zip(
+        tp.cpu_milli.tolist(),
+        tp.gpu_milli.tolist(),
+        tp.num_gpu.tolist(),
+        tp.gpu_model_mask.tolist(),
+        tp.freq.tolist(),
+    ):
         if m == 0:
             bins[4 if cpu_left >= c else 5] += f * idle
             continue
@@ -379,7 +433,7 @@ def _oracle_frag(cpu_left, left, model, tp):
 
 
 def _oracle_score(state, n, pod, tp):
-    left = state.gpu_milli_left[n, :int(state.gpu_count[n])].tolist()
+    left = state.gpu_milli_left[n, : int(state.gpu_count[n])].tolist()
     cpu, model = int(state.cpu_milli_left[n]), int(state.model_id[n])
     f0 = _oracle_frag(cpu, left, model, tp)
 
@@ -400,7 +454,7 @@ def _oracle_score(state, n, pod, tp):
     new = list(left)
     if pod.gpu_milli > 0:
         order = sorted(range(len(left)), key=lambda g: left[g])
-        picked = [g for g in order if left[g] >= pod.gpu_milli][:pod.num_gpu]
+        picked = [g for g in order if left[g] >= pod.gpu_milli][: pod.num_gpu]
         for g in picked:
             new[g] -= pod.gpu_milli
     return score(new), -1
@@ -423,6 +477,7 @@ def test_fgd_scores_match_python_oracle(gen, typical_small, data):
             assert int(gpus[n]) == g, f"node {n}"
     frag = policy.node_frag_milli(state)
     for n in range(state.num_nodes):
-        left = state.gpu_milli_left[n, :int(state.gpu_count[n])].tolist()
+        left = state.gpu_milli_left[n, : int(state.gpu_count[n])].tolist()
         assert frag[n] == pytest.approx(
-            _oracle_frag(int(state.cpu_milli_left[n]), left, int(state.model_id[n]), typical_small), abs=1e-9)
+            _oracle_frag(int(state.cpu_milli_left[n]), left, int(state.model_id[n]), typical_small), abs=1e-9
+        )

@@ -38,8 +38,10 @@ def real_mirror() -> Path | None:
 MIRROR = real_mirror()
 needs_mirror = pytest.mark.skipif(MIRROR is None, reason="dataset mirror not available")
 
-POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-              "creation_time,deletion_time,scheduled_time")
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+    "creation_time,deletion_time,scheduled_time"
+)
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
 
 
@@ -127,14 +129,20 @@ def test_workload_path_resolves_through_store(monkeypatch):
 
 
 def test_conversion_rules(tmp_path):
-    path = _csv(tmp_path, "\n".join([
-        POD_HEADER,
-        "cpu-pod,4000,8192,0,500,T4|G2,BE,Running,10,20,15",      # CPU-only: milli/spec cleared
-        "big-milli,8000,0,1,1500,,LS,Running,,,",                  # > 1000 -> 1000; empty times
-        "zero-milli,8000,1024,1,0,|V100M16||V100M32|V100M32|,LS,Pending,5,,",
-        "share,6000,12288,1,460,A10,LS,Running,1,2,3",
-        "multi,32000,65536,8,1000,G3|G3,LS,Running,1,2,3",
-    ]) + "\n")
+    path = _csv(
+        tmp_path,
+        "\n".join(
+            [
+                POD_HEADER,
+                "cpu-pod,4000,8192,0,500,T4|G2,BE,Running,10,20,15",  # CPU-only: milli/spec cleared
+                "big-milli,8000,0,1,1500,,LS,Running,,,",  # > 1000 -> 1000; empty times
+                "zero-milli,8000,1024,1,0,|V100M16||V100M32|V100M32|,LS,Pending,5,,",
+                "share,6000,12288,1,460,A10,LS,Running,1,2,3",
+                "multi,32000,65536,8,1000,G3|G3,LS,Running,1,2,3",
+            ]
+        )
+        + "\n",
+    )
     pods = load_pods(path)
     assert len(pods) == 5
     assert pods.names == ("cpu-pod", "big-milli", "zero-milli", "share", "multi")
@@ -161,8 +169,7 @@ def test_tables_are_immutable(tmp_path):
 
 
 def test_header_column_order_and_crlf(tmp_path):
-    path = _csv(tmp_path, "model,gpu,sn,memory_mib,cpu_milli\r\nG2,8,n1,393216,96000\r\n",
-                "nodes.csv")
+    path = _csv(tmp_path, "model,gpu,sn,memory_mib,cpu_milli\r\nG2,8,n1,393216,96000\r\n", "nodes.csv")
     nodes = load_nodes(path)
     assert nodes.names == ("n1",) and nodes.models == ("G2",)
     assert nodes.cpu_milli.tolist() == [96000] and nodes.memory_mib.tolist() == [393216]
@@ -176,37 +183,44 @@ SHORT_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"
 POD_CASES = {
     # case: (file text, line, column, message fragment)
     "truncated row": (f"{POD_HEADER}\n{GOOD_POD}\np1,1000,2048\n", 3, "num_gpu", "truncated"),
-    "too many fields": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2,1,500,T4\n", 3, None,
-                        "too many fields"),
-    "non-numeric": (f"{POD_HEADER}\np1,12abc,2048,1,500,,LS,Running,0,0,0\n", 2, "cpu_milli",
-                    "non-numeric"),
-    "decimal": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2048.5,1,500\n", 3, "memory_mib",
-                "non-numeric"),
-    "negative memory": (f"{POD_HEADER}\n{GOOD_POD}\np1,1000,-5,1,500,,LS,Running,0,0,0\n", 3,
-                        "memory_mib", "negative"),
+    "too many fields": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2,1,500,T4\n", 3, None, "too many fields"),
+    "non-numeric": (f"{POD_HEADER}\np1,12abc,2048,1,500,,LS,Running,0,0,0\n", 2, "cpu_milli", "non-numeric"),
+    "decimal": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2048.5,1,500\n", 3, "memory_mib", "non-numeric"),
+    "negative memory": (
+        f"{POD_HEADER}\n{GOOD_POD}\np1,1000,-5,1,500,,LS,Running,0,0,0\n",
+        3,
+        "memory_mib",
+        "negative",
+    ),
     "negative num_gpu": (f"{SHORT_HEADER}\np1,1000,5,-1,500\n", 2, "num_gpu", "negative"),
-    "negative gpu_milli": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1000,5,1,-500\n", 3, "gpu_milli",
-                           "negative"),
-    "empty required field": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,,5,1,500\n", 3, "cpu_milli",
-                             "empty"),
+    "negative gpu_milli": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1000,5,1,-500\n", 3, "gpu_milli", "negative"),
+    "empty required field": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,,5,1,500\n", 3, "cpu_milli", "empty"),
     "empty name": (f"{SHORT_HEADER}\n,1,2,1,500\n", 2, "name", "empty"),
-    "bad time": (f"{POD_HEADER}\np1,1000,5,1,500,,LS,Running,soon,0,0\n", 2, "creation_time",
-                 "non-numeric"),
-    "unknown GPU model": (f"{POD_HEADER}\n{GOOD_POD}\np1,1000,5,1,500,V100M16|H100,LS,Running,0,0,0\n",
-                          3, "gpu_spec", "H100"),
-    "unknown model on CPU-only pod": (f"{POD_HEADER}\np1,1000,5,0,0,t4,LS,Running,0,0,0\n", 2,
-                                      "gpu_spec", "'t4'"),
-    "duplicate name": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2,1,500\np0,1,2,1,500\n", 4, "name",
-                       "duplicate"),
-    "bad header": ("name,cpu,memory_mib,num_gpu,gpu_milli\np0,1,2,1,500\n", 1, "cpu",
-                   "unknown column"),
-    "missing header column": ("name,cpu_milli,memory_mib,num_gpu\np0,1,2,1\n", 1, "gpu_milli",
-                              "missing required column"),
+    "bad time": (f"{POD_HEADER}\np1,1000,5,1,500,,LS,Running,soon,0,0\n", 2, "creation_time", "non-numeric"),
+    "unknown GPU model": (
+        f"{POD_HEADER}\n{GOOD_POD}\np1,1000,5,1,500,V100M16|H100,LS,Running,0,0,0\n",
+        3,
+        "gpu_spec",
+        "H100",
+    ),
+    "unknown model on CPU-only pod": (
+        f"{POD_HEADER}\np1,1000,5,0,0,t4,LS,Running,0,0,0\n",
+        2,
+        "gpu_spec",
+        "'t4'",
+    ),
+    "duplicate name": (f"{SHORT_HEADER}\np0,1,2,1,500\np1,1,2,1,500\np0,1,2,1,500\n", 4, "name", "duplicate"),
+    "bad header": ("name,cpu,memory_mib,num_gpu,gpu_milli\np0,1,2,1,500\n", 1, "cpu", "unknown column"),
+    "missing header column": (
+        "name,cpu_milli,memory_mib,num_gpu\np0,1,2,1\n",
+        1,
+        "gpu_milli",
+        "missing required column",
+    ),
     "duplicate header column": (f"{SHORT_HEADER},name\np0,1,2,1,500,p\n", 1, "name", "duplicate"),
     "empty file": ("", 1, "name", "empty file"),
     "header only": (f"{POD_HEADER}\n", 1, None, "no data rows"),
-    "blank line inside": (f"{SHORT_HEADER}\np0,1,2,1,500\n\np1,1,2,1,500\n", 3, None,
-                          "blank line"),
+    "blank line inside": (f"{SHORT_HEADER}\np0,1,2,1,500\n\np1,1,2,1,500\n", 3, None, "blank line"),
 }
 
 
@@ -228,17 +242,13 @@ def test_bad_pod_input(tmp_path, case):
 
 
 NODE_CASES = {
-    "unknown GPU model": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn1,1000,2048,2,A100\n", 3, "model",
-                          "A100"),
+    "unknown GPU model": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn1,1000,2048,2,A100\n", 3, "model", "A100"),
     "GPUs but no model": (f"{NODE_HEADER}\nn0,1000,2048,2,\n", 2, "model", "empty GPU model"),
     "negative gpu": (f"{NODE_HEADER}\nn0,1000,2048,-2,T4\n", 2, "gpu", "negative"),
     "non-numeric cpu": (f"{NODE_HEADER}\nn0,lots,2048,2,T4\n", 2, "cpu_milli", "non-numeric"),
-    "truncated row": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn1,1000\n", 3, "memory_mib",
-                      "truncated"),
-    "duplicate sn": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn0,1000,2048,2,T4\n", 3, "sn",
-                     "first on line 2"),
-    "bad header": ("sn,cpu_milli,memory_mib,gpus,model\nn0,1,2,2,T4\n", 1, "gpus",
-                   "unknown column"),
+    "truncated row": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn1,1000\n", 3, "memory_mib", "truncated"),
+    "duplicate sn": (f"{NODE_HEADER}\nn0,1000,2048,2,T4\nn0,1000,2048,2,T4\n", 3, "sn", "first on line 2"),
+    "bad header": ("sn,cpu_milli,memory_mib,gpus,model\nn0,1,2,2,T4\n", 1, "gpus", "unknown column"),
     "pod header in node file": (f"{SHORT_HEADER}\np0,1,2,1,500\n", 1, "name", "unknown column"),
     "empty file": ("", 1, "sn", "empty file"),
 }

@@ -12,8 +12,16 @@ from test_cli import _assert_one_line_error, _cli
 
 def test_overrides_parse_each_field_as_its_type():
     base = Suite1bConfig()
-    cfg = apply_overrides(base, ["plans_per_tick=3", "planner.harm_weight=2.5", "solver.deterministic=false",
-                                 "solver.frag_weighting=gpu", "planner.max_moves = 4"])
+    cfg = apply_overrides(
+        base,
+        [
+            "plans_per_tick=3",
+            "planner.harm_weight=2.5",
+            "solver.deterministic=false",
+            "solver.frag_weighting=gpu",
+            "planner.max_moves = 4",
+        ],
+    )
     assert cfg.plans_per_tick == 3 and cfg.planner.harm_weight == 2.5 and cfg.planner.max_moves == 4
     assert cfg.solver.deterministic is False and cfg.solver.frag_weighting == "gpu"
     # nothing else changes, and the original stays as it was
@@ -21,17 +29,20 @@ def test_overrides_parse_each_field_as_its_type():
     assert base.plans_per_tick != 3 and base.planner.harm_weight != 2.5
 
 
-@pytest.mark.parametrize("item, message", [
-    ("planner.harm=3", "unknown setting"),
-    ("nope=1", "unknown setting"),
-    ("planner=1", "unknown setting"),              # a nested configuration, not a value
-    ("plans_per_tick.x=1", "unknown setting"),
-    ("plans_per_tick=2.5", "expected int"),
-    ("solver.deterministic=yes", "expected true or false"),
-    ("loads=1.0", "tuple fields cannot be set"),
-    ("harm_weight", "use KEY=VALUE"),
-    ("runtime_estimates=guess", "expected one of oracle, history"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("planner.harm=3", "unknown setting"),
+        ("nope=1", "unknown setting"),
+        ("planner=1", "unknown setting"),  # a nested configuration, not a value
+        ("plans_per_tick.x=1", "unknown setting"),
+        ("plans_per_tick=2.5", "expected int"),
+        ("solver.deterministic=yes", "expected true or false"),
+        ("loads=1.0", "tuple fields cannot be set"),
+        ("harm_weight", "use KEY=VALUE"),
+        ("runtime_estimates=guess", "expected one of oracle, history"),
+    ],
+)
 def test_bad_overrides_name_the_key(item, message):
     with pytest.raises(ConfigError, match=message):
         apply_overrides(Suite1bConfig(), [item])
@@ -42,11 +53,14 @@ def test_no_sweep_leaves_only_the_main_runs():
     assert [(t[1], t[2], t[3]) for t in tasks(cfg)] == [("fgd", 1.0, 42)]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--variants", "fgd,nope"], "unknown nope"),
-    (["--set", "planner.harm=3"], "planner.harm_weight"),     # the list of known keys
-    (["--set", "runtime_estimates=guess"], "expected one of oracle, history"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--variants", "fgd,nope"], "unknown nope"),
+        (["--set", "planner.harm=3"], "planner.harm_weight"),  # the list of known keys
+        (["--set", "runtime_estimates=guess"], "expected one of oracle, history"),
+    ],
+)
 def test_suite_1b_rejects_bad_options_in_one_line(args, message, tmp_path):
     result = _cli("suite", "1b", "--seeds", "42", "--out", str(tmp_path), *args)
     assert result.returncode == 2
@@ -61,6 +75,8 @@ def test_suite_1b_rejects_a_bad_load_list_with_usage(tmp_path):
 
 
 def test_suite_1a_refuses_the_1b_options(tmp_path):
-    result = _cli("suite", "1a", "--seeds", "42", "--out", str(tmp_path), "--set", "plans_per_tick=1", "--no-sweep")
+    result = _cli(
+        "suite", "1a", "--seeds", "42", "--out", str(tmp_path), "--set", "plans_per_tick=1", "--no-sweep"
+    )
     assert result.returncode == 2
     assert "--no-sweep, --set: only for suite 1b" in _assert_one_line_error(result.stderr)

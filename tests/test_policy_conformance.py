@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
@@ -42,8 +43,9 @@ def one_pod_per_shape(draw):
     elif constrained_kind == "whole":
         constrained = PodSpec(draw(CPU), draw(MEM), 1, GPU_MILLI_PER_GPU, mask, "constrained")
     else:
-        constrained = PodSpec(draw(CPU), draw(MEM), draw(st.sampled_from((2, 4))), GPU_MILLI_PER_GPU,
-                              mask, "constrained")
+        constrained = PodSpec(
+            draw(CPU), draw(MEM), draw(st.sampled_from((2, 4))), GPU_MILLI_PER_GPU, mask, "constrained"
+        )
     pods = [
         PodSpec(draw(CPU), draw(MEM), 0, 0, ANY_GPU_MODEL, "cpu-only"),
         PodSpec(draw(CPU), draw(MEM), 1, draw(share_milli), ANY_GPU_MODEL, "share"),
@@ -57,17 +59,30 @@ def one_pod_per_shape(draw):
 
 
 def _mask(state, pod) -> np.ndarray:
-    return feasible_mask(state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left,
-                         state.gpu_count, state.model_id, state.pod_count, pod.cpu_milli, pod.memory_mib,
-                         pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+    return feasible_mask(
+        state.cpu_milli_left,
+        state.memory_mib_left,
+        state.gpu_milli_left,
+        state.gpu_count,
+        state.model_id,
+        state.pod_count,
+        pod.cpu_milli,
+        pod.memory_mib,
+        pod.num_gpu,
+        pod.gpu_milli,
+        pod.gpu_model_mask,
+    )
 
 
 def _oracle_feasible(state, pod) -> np.ndarray:
     """Feasibility from first principles (spec §3.2), not from the compiled filter."""
     out = np.zeros(state.num_nodes, dtype=bool)
     for n in range(state.num_nodes):
-        if (state.cpu_milli_left[n] < pod.cpu_milli or state.memory_mib_left[n] < pod.memory_mib
-                or state.pod_count[n] + 1 > 1001):
+        if (
+            state.cpu_milli_left[n] < pod.cpu_milli
+            or state.memory_mib_left[n] < pod.memory_mib
+            or state.pod_count[n] + 1 > 1001
+        ):
             continue
         if pod.gpu_milli <= 0:
             out[n] = True
@@ -147,7 +162,8 @@ def check_argmax_lowest_tie_rank(name, make, state, pods):
         expected = int(tied[np.argmin(state.tie_rank[tied])])
         assert placement is not None and placement.node == expected, (
             f"{name}: chose {placement and placement.node}, scores {scores.tolist()}, "
-            f"ranks {state.tie_rank.tolist()}")
+            f"ranks {state.tie_rank.tolist()}"
+        )
         # A fresh instance scores the same (no hidden state leaks into scores).
         assert np.array_equal(make().score_nodes(state, pod), scores)
 
@@ -156,7 +172,9 @@ def check_random_scores_are_feasibility(name, make, state, pods):
     """Random scores every feasible node 0 and every other node -1."""
     policy = make()
     for pod in pods:
-        assert np.asarray(policy.score_nodes(state, pod)).tolist() == np.where(_mask(state, pod), 0, -1).tolist()
+        assert (
+            np.asarray(policy.score_nodes(state, pod)).tolist() == np.where(_mask(state, pod), 0, -1).tolist()
+        )
 
 
 def check_exclusive_lowest_free_gpus(name, make, state, pods):
@@ -170,7 +188,7 @@ def check_exclusive_lowest_free_gpus(name, make, state, pods):
             continue
         row = state.gpu_milli_left[placement.node]
         free = [g for g in range(int(state.gpu_count[placement.node])) if row[g] == GPU_MILLI_PER_GPU]
-        assert placement.gpus == tuple(free[:pod.num_gpu])
+        assert placement.gpus == tuple(free[: pod.num_gpu])
 
 
 def check_sharing_tightest_gpu(name, make, state, pods):
@@ -182,7 +200,7 @@ def check_sharing_tightest_gpu(name, make, state, pods):
         placement = policy.select(state, pod)
         if placement is None:
             continue
-        row = state.gpu_milli_left[placement.node].tolist()[:int(state.gpu_count[placement.node])]
+        row = state.gpu_milli_left[placement.node].tolist()[: int(state.gpu_count[placement.node])]
         fitting = [(left, g) for g, left in enumerate(row) if left >= pod.gpu_milli]
         assert placement.gpus == (min(fitting)[1],)
 
@@ -215,12 +233,14 @@ def test_policy_conformance(name, check, gen, typical_small, data):
 # ------------------------------------------------------------------------------ fixed-case checks
 @pytest.mark.parametrize("name", POLICY_NAMES)
 def test_none_when_nothing_fits(name, gen, typical_small):
-    state = gen.build_cluster([("V100M16", 4, 32000, 131072), ("T4", 2, 104000, 524288), ("", 0, 64000, 262144)])
+    state = gen.build_cluster(
+        [("V100M16", 4, 32000, 131072), ("T4", 2, 104000, 524288), ("", 0, 64000, 262144)]
+    )
     policy = make_policy(name, typical_small, SEED)
-    assert policy.select(state, PodSpec(1000, 0, 8, 1000)) is None          # no 8-GPU node
+    assert policy.select(state, PodSpec(1000, 0, 8, 1000)) is None  # no 8-GPU node
     assert policy.select(state, PodSpec(1000, 0, 1, 500, gpu_model_mask("G2"))) is None  # no G2
-    assert policy.select(state, PodSpec(200000, 0)) is None                  # CPU too large
-    assert policy.select(state, PodSpec(1000, 600000)) is None               # memory too large
+    assert policy.select(state, PodSpec(200000, 0)) is None  # CPU too large
+    assert policy.select(state, PodSpec(1000, 600000)) is None  # memory too large
     # ...and the CPU-only pod fits the GPU-less node.
     placement = policy.select(state, PodSpec(60000, 200000))
     assert placement is not None and placement.gpus == ()

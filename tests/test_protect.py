@@ -125,6 +125,7 @@ def test_simulator_hands_the_parked_pods_to_a_scheduler_that_asks(gen, typical_s
     (8 GPUs) arrives at 1 and parks.  Its least-deficit node is a's.  small (1 GPU) arrives at
     50: with protection it goes to b's node, and big starts at 100 when a ends; without, FGD puts
     small on a's node and big waits for small too (until 150)."""
+
     class Recorder(BatchScheduler):
         def decide(self, state, pending, now_s, blocked=()):
             self.seen.append((now_s, [p.name for p in blocked]))

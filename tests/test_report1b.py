@@ -13,7 +13,9 @@ SEEDS = (1, 2, 3, 4, 5)
 LOADS = (0.9, 1.0, 1.1)
 
 
-def _run(variant: str, load: float, seed: int, alloc: float, p95: float = 100.0, restart_s: float = 60.0) -> Run1b:
+def _run(
+    variant: str, load: float, seed: int, alloc: float, p95: float = 100.0, restart_s: float = 60.0
+) -> Run1b:
     metrics = {m: 0.0 for m in METRICS}
     metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95)
     return Run1b(variant, load, seed, restart_s, metrics, "hash", 0.0)
@@ -41,15 +43,21 @@ def _verdicts(runs: list[Run1b]) -> tuple[bool | None, bool | None]:
 
 
 def test_both_bars_met():
-    runs = _suite({"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5}, {"solver": 0, "fgd+defrag": 50,
-                                                                          "solver+defrag": 10})
+    runs = _suite(
+        {"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5},
+        {"solver": 0, "fgd+defrag": 50, "solver+defrag": 10},
+    )
     assert _verdicts(runs) == (True, True)
 
 
 def test_solver_bar_missed_by_a_hair_at_one_load():
     runs = _suite({"solver": 0.2, "fgd+defrag": 1.2}, {"solver": 0, "fgd+defrag": 50})
-    runs = [_run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"] - 0.21)
-            if r.variant == "solver" and r.load == 1.0 else r for r in runs]
+    runs = [
+        _run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"] - 0.21)
+        if r.variant == "solver" and r.load == 1.0
+        else r
+        for r in runs
+    ]
     check = bars1b.solver_bar(runs, CONFIG)
     assert check.met is False
     assert "load 1.0: -0.010 pp" in check.measured
@@ -63,8 +71,10 @@ def test_defrag_bar_missed_on_wait_on_gain_and_on_a_wide_interval():
 
 
 def test_one_defrag_variant_is_enough():
-    runs = _suite({"solver": 0, "fgd+defrag": 0.5, "solver+defrag": 1.5}, {"solver": 0, "fgd+defrag": 0,
-                                                                        "solver+defrag": 59})
+    runs = _suite(
+        {"solver": 0, "fgd+defrag": 0.5, "solver+defrag": 1.5},
+        {"solver": 0, "fgd+defrag": 0, "solver+defrag": 59},
+    )
     check = bars1b.defrag_bar(runs, CONFIG)
     assert check.met is True
     assert "solver+defrag: +1.50 pp" in check.measured
@@ -76,8 +86,13 @@ def test_bars_not_run_without_the_variants():
 
 
 def test_pairs_by_seed_not_by_position():
-    runs = [_run("fgd", 1.0, 1, 90.0), _run("fgd", 1.0, 2, 80.0), _run("fgd", 1.0, 3, 70.0),
-            _run("fgd+defrag", 1.0, 3, 71.0), _run("fgd+defrag", 1.0, 1, 91.0)]
+    runs = [
+        _run("fgd", 1.0, 1, 90.0),
+        _run("fgd", 1.0, 2, 80.0),
+        _run("fgd", 1.0, 3, 70.0),
+        _run("fgd+defrag", 1.0, 3, 71.0),
+        _run("fgd+defrag", 1.0, 1, 91.0),
+    ]
     p = bars1b.paired_to_control(runs, "fgd+defrag", 1.0, 60.0, "gpu_alloc_pct")
     assert p is not None and p.diff.n == 2
     assert p.diff.mean == pytest.approx(1.0)
@@ -96,10 +111,17 @@ def test_tradeoff_slope_recovers_a_line_and_needs_spread():
 
 
 def test_write_report_writes_every_file_with_the_bars(tmp_path):
-    runs = _suite({"solver": -0.1, "fgd+defrag": 1.2, "solver+defrag": 0.4},
-                  {"solver": 0, "fgd+defrag": 80, "solver+defrag": 0})
+    runs = _suite(
+        {"solver": -0.1, "fgd+defrag": 1.2, "solver+defrag": 0.4},
+        {"solver": 0, "fgd+defrag": 80, "solver+defrag": 0},
+    )
     paths = report1b.write_report(runs, CONFIG, tmp_path / "out", 1.0, "test")
-    assert sorted(p.name for p in paths) == ["report.md", "results.csv", "suite1b-tradeoff.png", "suite1b.png"]
+    assert sorted(p.name for p in paths) == [
+        "report.md",
+        "results.csv",
+        "suite1b-tradeoff.png",
+        "suite1b.png",
+    ]
     assert all(p.stat().st_size > 0 for p in paths)
     assert not list((tmp_path / "out").glob("*.part*"))
     text = (tmp_path / "out" / "report.md").read_text()
@@ -107,8 +129,9 @@ def test_write_report_writes_every_file_with_the_bars(tmp_path):
     assert "fgd+defrag: +1.20 pp" in text and "p95 +80 s" in text
 
 
-@pytest.mark.parametrize("fraction, said", [(0.05, "only while 5 % of the GPUs would stay free"),
-                                            (0.0, "no headroom gate")])
+@pytest.mark.parametrize(
+    "fraction, said", [(0.05, "only while 5 % of the GPUs would stay free"), (0.0, "no headroom gate")]
+)
 def test_report_states_the_headroom_gate(fraction, said):
     runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
     text = report1b.markdown(runs, replace(CONFIG, headroom_fraction=fraction), 1.0, "test")
@@ -125,27 +148,45 @@ def test_report_splits_idle_capacity_into_free_and_shared_gpus():
     assert "| fgd+defrag | 91.00 ± 0.12 | 3.0 / 6.0 |" in text
 
 
-@pytest.mark.parametrize("estimates, said", [
-    ("oracle", "each pod's true run time known"),
-    ("history", "run times estimated from the workload's run-time distribution"),
-])
+@pytest.mark.parametrize(
+    "estimates, said",
+    [
+        ("oracle", "each pod's true run time known"),
+        ("history", "run times estimated from the workload's run-time distribution"),
+    ],
+)
 def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said):
     runs = _suite({"fgd+defrag": 1.0}, {"fgd+defrag": 0})
     assert said in report1b.markdown(runs, replace(CONFIG, runtime_estimates=estimates), 1.0, "test")
 
 
-@pytest.mark.parametrize("batch, penalty, protect, said", [
-    (1, 1000.0, 0, "16 pods goes to the placer, a lone pod too, "
-                   "opening an idle node costs 1000 milli-GPU of fragmentation"),
-    (2, 0.0, 0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
-    (2, 0.0, 0, "no node protected for blocked pods"),
-    (2, 0.0, 3, "keeps off the node closest to fitting each of the first 3 blocked pod(s) of 2+ GPUs"),
-])
+@pytest.mark.parametrize(
+    "batch, penalty, protect, said",
+    [
+        (
+            1,
+            1000.0,
+            0,
+            "16 pods goes to the placer, a lone pod too, "
+            "opening an idle node costs 1000 milli-GPU of fragmentation",
+        ),
+        (2, 0.0, 0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
+        (2, 0.0, 0, "no node protected for blocked pods"),
+        (2, 0.0, 3, "keeps off the node closest to fitting each of the first 3 blocked pod(s) of 2+ GPUs"),
+    ],
+)
 def test_report_states_how_the_solver_decides(batch, penalty, protect, said):
     runs = _suite({"solver": 0.1}, {"solver": 0})
-    config = replace(CONFIG, solver=replace(CONFIG.solver, min_solver_batch=batch,
-                                            idle_node_penalty_milli=penalty, protect_blocked=protect,
-                                            protect_min_gpus=2))
+    config = replace(
+        CONFIG,
+        solver=replace(
+            CONFIG.solver,
+            min_solver_batch=batch,
+            idle_node_penalty_milli=penalty,
+            protect_blocked=protect,
+            protect_min_gpus=2,
+        ),
+    )
     assert said in report1b.markdown(runs, config, 1.0, "test")
 
 

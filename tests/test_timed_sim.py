@@ -46,18 +46,35 @@ def gpu_pod(n: int = 1, milli: int = 1000, cpu: int = 1000, name: str = "") -> P
     return PodSpec(cpu, 1024, n, milli, -1, name)
 
 
-def workload(pods, arrivals, durations, *, priority=None, interval=600.0, phase=0.0, dnd=None,
-             horizon=10_000.0, warmup=0.0) -> SyntheticWorkload:
-    pods = [PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask,
-                    p.name or f"p{i}") for i, p in enumerate(pods)]
+def workload(
+    pods,
+    arrivals,
+    durations,
+    *,
+    priority=None,
+    interval=600.0,
+    phase=0.0,
+    dnd=None,
+    horizon=10_000.0,
+    warmup=0.0,
+) -> SyntheticWorkload:
+    pods = [
+        PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, p.name or f"p{i}")
+        for i, p in enumerate(pods)
+    ]
     n = len(pods)
     return SyntheticWorkload(
-        pods=pod_batch(pods), arrival_s=np.asarray(arrivals, dtype=float),
+        pods=pod_batch(pods),
+        arrival_s=np.asarray(arrivals, dtype=float),
         duration_s=np.asarray(durations, dtype=float),
-        checkpoint_interval_s=np.full(n, float(interval)), checkpoint_phase_s=np.full(n, float(phase)),
+        checkpoint_interval_s=np.full(n, float(interval)),
+        checkpoint_phase_s=np.full(n, float(phase)),
         do_not_disrupt=np.zeros(n, bool) if dnd is None else np.asarray(dnd, bool),
         priority=np.zeros(n, np.int64) if priority is None else np.asarray(priority, np.int64),
-        warmup_s=warmup, horizon_s=horizon, offered_load=1.0)
+        warmup_s=warmup,
+        horizon_s=horizon,
+        offered_load=1.0,
+    )
 
 
 class FirstFit:
@@ -147,8 +164,16 @@ def test_sample_cluster_is_stratified_and_keeps_order():
 
 
 def test_durations_fill_invalid_with_median():
-    t = PodTable(("a", "b", "c", "d"), [1] * 4, [1] * 4, [1] * 4, [1000] * 4, ("",) * 4,
-                 creation_time=[0, 10, -1, 50], deletion_time=[100, 310, 5, 40])
+    t = PodTable(
+        ("a", "b", "c", "d"),
+        [1] * 4,
+        [1] * 4,
+        [1] * 4,
+        [1000] * 4,
+        ("",) * 4,
+        creation_time=[0, 10, -1, 50],
+        deletion_time=[100, 310, 5, 40],
+    )
     # valid: 100, 300 -> median 200 for the missing (-1) and the non-increasing row
     assert durations_from_table(t).tolist() == [100.0, 300.0, 200.0, 200.0]
 
@@ -171,8 +196,7 @@ def test_make_workload_rate_and_fields():
     assert wl.warmup_s == 50_000.0 and not wl.priority.any()
     same = make_workload(pods, dur, 8000, 0.5, 200_000.0, np.random.default_rng(3))
     assert np.array_equal(same.arrival_s, wl.arrival_s)
-    with_cpu = make_workload(pods, dur, 8000, 0.5, 1000.0, np.random.default_rng(3),
-                             include_cpu_pods=True)
+    with_cpu = make_workload(pods, dur, 8000, 0.5, 1000.0, np.random.default_rng(3), include_cpu_pods=True)
     assert with_cpu.arrival_rate_per_s == pytest.approx(0.5 * 8000 / (2_060_000 / 3))
 
 
@@ -180,8 +204,14 @@ def test_make_workload_rate_and_fields():
 def _random_run(gen, typical, seed: int):
     cluster = gen.build_cluster([T4x2, T4x4, V1, ("G2", 8, 96000, 393216)])
     trace = pod_batch([gpu_pod(1, 500), gpu_pod(1), gpu_pod(2), gpu_pod(4), PodSpec(2000, 100)])
-    wl = make_workload(trace, np.array([300.0, 900.0, 1800.0, 600.0, 100.0]),
-                       cluster.gpu_capacity_milli, 1.2, 20_000.0, np.random.default_rng(seed))
+    wl = make_workload(
+        trace,
+        np.array([300.0, 900.0, 1800.0, 600.0, 100.0]),
+        cluster.gpu_capacity_milli,
+        1.2,
+        20_000.0,
+        np.random.default_rng(seed),
+    )
     sched = PolicyScheduler(make_policy("fgd", typical), LatencyModel.constant(0.5))
     return run_timed(cluster, wl, sched, config=TimedConfig(full_check_every=50))
 
@@ -211,11 +241,13 @@ def test_busy_server_latency_delays_binds(gen):
 def test_bind_conflict_keeps_pod_pending_and_completion_frees(gen):
     class Clash:
         """Puts every pod that fits the snapshot on node 0, GPU 0, ignoring the others."""
+
         name = "clash"
 
         def decide(self, state, pending, now_s):
-            return [Placement(0, (0,), p) if state.why_not_fits(0, p, (0,)) is None else None
-                    for p in pending], 1.0
+            return [
+                Placement(0, (0,), p) if state.why_not_fits(0, p, (0,)) is None else None for p in pending
+            ], 1.0
 
     # both arrive at 0; decision at 1: p0 binds, p1 conflicts; its retry at 1 finds no room
     # (parked).  p0 completes at 1 + 50 = 51, which frees the GPU: p1 decided at 51, binds 52.
@@ -229,8 +261,9 @@ def test_bind_conflict_keeps_pod_pending_and_completion_frees(gen):
 
 
 def test_pending_order_is_priority_then_age(gen):
-    wl = workload([gpu_pod(8)] * 4 + [gpu_pod(2)], [0, 0, 0, 0, 0], [10] * 5,
-                  priority=[0, 2, 1, 2, 0], horizon=5.0)
+    wl = workload(
+        [gpu_pod(8)] * 4 + [gpu_pod(2)], [0, 0, 0, 0, 0], [10] * 5, priority=[0, 2, 1, 2, 0], horizon=5.0
+    )
     sched = FirstFit()
     cluster = gen.build_cluster([("G2", 8, 96000, 393216)])
     r = run_timed(cluster, wl, sched)
@@ -249,8 +282,14 @@ def test_rejected_at_arrival(gen):
 def test_parking_changes_no_outcome(gen, typical_small):
     cluster = gen.build_cluster([T4x2, T4x4, V1])
     trace = pod_batch([gpu_pod(1, 300), gpu_pod(1), gpu_pod(2), gpu_pod(4)])
-    wl = make_workload(trace, np.array([200.0, 900.0, 1500.0, 700.0]), cluster.gpu_capacity_milli,
-                       1.3, 30_000.0, np.random.default_rng(5))
+    wl = make_workload(
+        trace,
+        np.array([200.0, 900.0, 1500.0, 700.0]),
+        cluster.gpu_capacity_milli,
+        1.3,
+        30_000.0,
+        np.random.default_rng(5),
+    )
     out = []
     for park in (True, False):
         sched = PolicyScheduler(make_policy("bestfit", typical_small), LatencyModel.constant(0.0))
@@ -271,8 +310,11 @@ def test_capacity_invariant(gen, monkeypatch):
     # two 6000 m pods on an 8000 m node: revalidation (and bind's own check) disabled
     monkeypatch.setattr(ClusterState, "why_not_fits", lambda self, node, pod, gpus: None)
     wl = workload([PodSpec(6000, 10), PodSpec(6000, 10)], [0, 0], [10, 10])
-    with pytest.raises(InvariantError, match=r"'capacity' violated after DECISION_DONE.*"
-                                             r"cpu_milli_left -4000 of 8000"):
+    with pytest.raises(
+        InvariantError,
+        match=r"'capacity' violated after DECISION_DONE.*"
+        r"cpu_milli_left -4000 of 8000",
+    ):
         run_timed(gen.build_cluster([V1]), wl, Overbook())
 
 
@@ -282,8 +324,11 @@ def test_pod_sets_invariant(gen):
             sim.running.pop(next(iter(sim.running)))
 
     wl = workload([gpu_pod()], [0], [10])
-    with pytest.raises(InvariantError, match=r"'pod-sets' violated after DECISION_DONE.*"
-                                             r"1 pods have status RUNNING but the running set holds 0"):
+    with pytest.raises(
+        InvariantError,
+        match=r"'pod-sets' violated after DECISION_DONE.*"
+        r"1 pods have status RUNNING but the running set holds 0",
+    ):
         run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook)
 
 
@@ -294,11 +339,15 @@ def test_pod_sets_invariant_membership(gen):
 
     # p0 runs from 0; p1 (2 GPUs) arrives at 1 and waits: the counts still agree after the swap
     wl = workload([gpu_pod(), gpu_pod(2)], [0, 1], [10, 10])
-    with pytest.raises(InvariantError, match=r"'pod-sets' violated after ARRIVAL.*pod 0 has status "
-                                             r"RUNNING but is in 0 pending set\(s\) and not in the "
-                                             r"running set"):
-        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook,
-                  config=TimedConfig(full_check_every=1))
+    with pytest.raises(
+        InvariantError,
+        match=r"'pod-sets' violated after ARRIVAL.*pod 0 has status "
+        r"RUNNING but is in 0 pending set\(s\) and not in the "
+        r"running set",
+    ):
+        run_timed(
+            gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
+        )
 
 
 def test_resource_accounting_invariant(gen):
@@ -307,11 +356,15 @@ def test_resource_accounting_invariant(gen):
             sim.state.bind(Placement(1, (0,), gpu_pod()))
 
     wl = workload([gpu_pod()], [0], [10])
-    with pytest.raises(InvariantError, match=r"'resource-accounting' violated after ARRIVAL.*"
-                                             r"node 1 .*gpu \[0, 0, 0, 0, 0, 0, 0, 0\] but the state "
-                                             r"has .*gpu \[1000, 0"):
-        run_timed(gen.build_cluster([T4x2, T4x2]), wl, FirstFit(), hook=hook,
-                  config=TimedConfig(full_check_every=1))
+    with pytest.raises(
+        InvariantError,
+        match=r"'resource-accounting' violated after ARRIVAL.*"
+        r"node 1 .*gpu \[0, 0, 0, 0, 0, 0, 0, 0\] but the state "
+        r"has .*gpu \[1000, 0",
+    ):
+        run_timed(
+            gen.build_cluster([T4x2, T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
+        )
 
 
 def test_whole_free_gpu_count_invariant(gen):
@@ -320,27 +373,36 @@ def test_whole_free_gpu_count_invariant(gen):
             sim.whole_free_gpus += 1
 
     wl = workload([gpu_pod()], [0], [10])
-    with pytest.raises(InvariantError, match=r"'resource-accounting' violated after ARRIVAL.*"
-                                             r"counts 3 wholly free GPUs but the state has 2"):
-        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook,
-                  config=TimedConfig(full_check_every=1))
+    with pytest.raises(
+        InvariantError,
+        match=r"'resource-accounting' violated after ARRIVAL.*"
+        r"counts 3 wholly free GPUs but the state has 2",
+    ):
+        run_timed(
+            gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
+        )
 
 
-@pytest.mark.parametrize("warmup, alloc, whole, shared", [
-    # window [0, 200] on 2 GPUs (400,000 milli-s): A (500 milli) runs 0-100 on GPU 0, B (one
-    # whole GPU) 10-60 on GPU 1.  Allocated 500x10 + 1500x50 + 500x40 = 100,000 (25 %); wholly
-    # free 1000x10 + 0x50 + 1000x40 + 2000x100 = 250,000 (62.5 %); A's GPU's other half 500x100
-    # = 50,000 (12.5 %).
-    (0.0, 25.0, 62.5, 12.5),
-    # window [20, 200] (360,000 milli-s): 1500x40 + 500x40 = 80,000; 1000x40 + 2000x100 =
-    # 240,000; 500x80 = 40,000.
-    (20.0, 100 * 80 / 360, 100 * 240 / 360, 100 * 40 / 360),
-])
+@pytest.mark.parametrize(
+    "warmup, alloc, whole, shared",
+    [
+        # window [0, 200] on 2 GPUs (400,000 milli-s): A (500 milli) runs 0-100 on GPU 0, B (one
+        # whole GPU) 10-60 on GPU 1.  Allocated 500x10 + 1500x50 + 500x40 = 100,000 (25 %); wholly
+        # free 1000x10 + 0x50 + 1000x40 + 2000x100 = 250,000 (62.5 %); A's GPU's other half 500x100
+        # = 50,000 (12.5 %).
+        (0.0, 25.0, 62.5, 12.5),
+        # window [20, 200] (360,000 milli-s): 1500x40 + 500x40 = 80,000; 1000x40 + 2000x100 =
+        # 240,000; 500x80 = 40,000.
+        (20.0, 100 * 80 / 360, 100 * 240 / 360, 100 * 40 / 360),
+    ],
+)
 def test_idle_capacity_splits_into_whole_and_shared_gpus(gen, warmup, alloc, whole, shared):
     wl = workload([gpu_pod(1, 500), gpu_pod()], [0.0, 10.0], [100.0, 50.0], horizon=200.0, warmup=warmup)
     r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=TimedConfig(full_check_every=1))
     assert r.first_bind_s.tolist() == [0.0, 10.0] and r.completion_s.tolist() == [100.0, 60.0]
-    assert (r.gpu_alloc_pct, r.gpu_idle_whole_pct, r.gpu_idle_shared_pct) == pytest.approx((alloc, whole, shared))
+    assert (r.gpu_alloc_pct, r.gpu_idle_whole_pct, r.gpu_idle_shared_pct) == pytest.approx(
+        (alloc, whole, shared)
+    )
 
 
 # ----------------------------------------------------------------------------- defragmenter hook
@@ -366,17 +428,23 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     # B binds on node 0 after the eviction (session t0 + 30, decision + 0.05).  C (1 GPU)
     # arrives during the grace period, when node 0 has a free GPU: the reservation keeps it off.
     a, b, c = gpu_pod(1, name="A"), gpu_pod(2, name="B"), gpu_pod(1, name="C")
-    wl = workload([a, b, c], [0.0, 1000.0, 1010.0], [5000.0, 100.0, 100.0], interval=600.0,
-                  phase=200.0, horizon=6000.0)
+    wl = workload(
+        [a, b, c], [0.0, 1000.0, 1010.0], [5000.0, 100.0, 100.0], interval=600.0, phase=200.0, horizon=6000.0
+    )
     defrag = OneShot([Move(0, 1, (0,), for_pod_id=1, reserve_node=0)])
     seen = []
 
     def hook(sim, t, cls, payload):
-        seen.append((t, cls, sim.state.gpu_milli_left[0, :2].tolist(),
-                     int(sim.state.gpu_milli_left[1, 0])))
+        seen.append((t, cls, sim.state.gpu_milli_left[0, :2].tolist(), int(sim.state.gpu_milli_left[1, 0])))
 
-    r = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(latency=0.05), defrag,
-                  TimedConfig(eviction_grace_s=30.0, restart_s=60.0), hook=hook)
+    r = run_timed(
+        gen.build_cluster([T4x2, V1]),
+        wl,
+        FirstFit(latency=0.05),
+        defrag,
+        TimedConfig(eviction_grace_s=30.0, restart_s=60.0),
+        hook=hook,
+    )
     t0 = 1000.05
     moved = next(s for s in seen if s[1] == DECISION_DONE and s[0] == t0)
     assert moved[2:] == ([0, 1000], 0)  # A on node 0 GPU 0 and on node 1 at once
@@ -396,8 +464,7 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert pending == [1] and running[0].work_since_checkpoint_s == pytest.approx(200.0)
     assert running[0].remaining_work_s == pytest.approx(4000.0)
     # control: without the reservation C takes node 0's free GPU and B waits for C
-    free = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(latency=0.05),
-                     OneShot([Move(0, 1, (0,))]))
+    free = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(latency=0.05), OneShot([Move(0, 1, (0,))]))
     assert free.first_bind_s[2] < free.first_bind_s[1]
 
 
@@ -421,21 +488,32 @@ def test_do_not_disrupt_and_reservation_expiry(gen):
     # node 0: 4 x T4 holds A1 (2 GPUs); node 1: 2 x T4 holds A2 (1 GPU).  B (4 GPUs) waits.
     # Plan: A2 -> node 1 GPU 1 reserving node 0 for B, which never fits there -> expires at
     # move + 600.  C (1 GPU, prefers node 0) arrives meanwhile and is kept off node 0.
-    pods = [gpu_pod(2, name="A1"), gpu_pod(1, name="A2"), gpu_pod(4, name="B"),
-            gpu_pod(1, name="C"), gpu_pod(1, name="E")]
-    wl = workload(pods, [0, 0, 10, 20, 2000], [5000, 5000, 10, 10, 10], horizon=3000.0,
-                  dnd=[False, False, False, False, False])
+    pods = [
+        gpu_pod(2, name="A1"),
+        gpu_pod(1, name="A2"),
+        gpu_pod(4, name="B"),
+        gpu_pod(1, name="C"),
+        gpu_pod(1, name="E"),
+    ]
+    wl = workload(
+        pods,
+        [0, 0, 10, 20, 2000],
+        [5000, 5000, 10, 10, 10],
+        horizon=3000.0,
+        dnd=[False, False, False, False, False],
+    )
     defrag = OneShot([Move(1, 1, (1,), for_pod_id=2, reserve_node=0)])
     sched = FirstFit(prefer={"A2": 1, "C": 0, "E": 0})
     r = run_timed(gen.build_cluster([T4x4, T4x2]), wl, sched, defrag)
     assert r.reservations_made == 1 and r.reservation_expiries == 1
-    assert r.first_node[3] == 1          # C kept off the reserved node
-    assert r.first_node[4] == 0          # E, after the expiry, may use it
+    assert r.first_node[3] == 1  # C kept off the reserved node
+    assert r.first_node[4] == 0  # E, after the expiry, may use it
     assert r.end_status[2] == PENDING
     # a do-not-disrupt pod cannot be moved
     wl2 = workload(pods[:3], [0, 0, 10], [5000, 5000, 10], horizon=100.0, dnd=[False, True, False])
-    r2 = run_timed(gen.build_cluster([T4x4, T4x2]), wl2, FirstFit(prefer={"A2": 1}),
-                   OneShot([Move(1, 1, (1,))]))
+    r2 = run_timed(
+        gen.build_cluster([T4x4, T4x2]), wl2, FirstFit(prefer={"A2": 1}), OneShot([Move(1, 1, (1,))])
+    )
     assert r2.migrations_executed == 0 and r2.abort_reasons == {"do_not_disrupt": 1}
 
 
@@ -467,11 +545,24 @@ def test_batch_scheduler_smoke(gen, typical_small):
 
     cluster = gen.build_cluster([T4x2, T4x4, V1, ("G2", 8, 96000, 393216)])
     trace = pod_batch([gpu_pod(1, 500), gpu_pod(1), gpu_pod(2), gpu_pod(4), PodSpec(2000, 100)])
-    wl = make_workload(trace, np.array([300.0, 900.0, 1800.0, 600.0, 100.0]),
-                       cluster.gpu_capacity_milli, 1.2, 3000.0, np.random.default_rng(1))
-    runs = [run_timed(cluster, wl, BatchScheduler(BatchPlacer(typical_small), batch_size=4,
-                                                  latency=LatencyModel.deterministic(base_s=0.01)))
-            for _ in range(2)]
+    wl = make_workload(
+        trace,
+        np.array([300.0, 900.0, 1800.0, 600.0, 100.0]),
+        cluster.gpu_capacity_milli,
+        1.2,
+        3000.0,
+        np.random.default_rng(1),
+    )
+    runs = [
+        run_timed(
+            cluster,
+            wl,
+            BatchScheduler(
+                BatchPlacer(typical_small), batch_size=4, latency=LatencyModel.deterministic(base_s=0.01)
+            ),
+        )
+        for _ in range(2)
+    ]
     assert runs[0].event_hash == runs[1].event_hash
     assert 0 < runs[0].gpu_alloc_pct <= 100 and runs[0].bind_conflicts == 0
     assert runs[0].decision_latency_p99_s >= 0.01
@@ -483,8 +574,13 @@ def test_completion_during_grace_frees_both_places(gen):
     # nothing is lost, 10 s of GPU time was held twice.
     a, b = gpu_pod(1, name="A"), gpu_pod(2, name="B")
     wl = workload([a, b], [0.0, 1000.0], [1010.0, 100.0], horizon=3000.0)
-    r = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(latency=0.05),
-                  OneShot([Move(0, 1, (0,))]), TimedConfig(full_check_every=1))
+    r = run_timed(
+        gen.build_cluster([T4x2, V1]),
+        wl,
+        FirstFit(latency=0.05),
+        OneShot([Move(0, 1, (0,))]),
+        TimedConfig(full_check_every=1),
+    )
     assert r.completion_s[0] == pytest.approx(1010.05)
     assert r.migrations_executed == 1 and r.migrations_overtaken == 1
     assert r.gpu_hours_lost == 0 and r.gpu_hours_held_twice == pytest.approx(10 / 3600)
@@ -496,6 +592,7 @@ def test_latency_models():
     assert LatencyModel.constant(0.2).latency(50, 9.0, 9.0) == 0.2
     assert LatencyModel.wall(scale=2.0).latency(50, 0.5, 9.0) == 1.0
     assert LatencyModel.deterministic(scale=10.0, base_s=0.01, per_pod_s=0.001).latency(
-        20, 9.0, 0.1) == pytest.approx(0.01 + 0.02 + 1.0)
+        20, 9.0, 0.1
+    ) == pytest.approx(0.01 + 0.02 + 1.0)
     with pytest.raises(ValueError, match="unknown latency kind"):
         LatencyModel("guess")

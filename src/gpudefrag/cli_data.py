@@ -20,8 +20,9 @@ def _table(rows: list[tuple[str, ...]], right: frozenset[int] = frozenset()) -> 
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
-        cells = [cell.rjust(w) if i in right else cell.ljust(w)
-                 for i, (cell, w) in enumerate(zip(row, widths))]
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        ]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -31,8 +32,7 @@ def cmd_data_list(args: argparse.Namespace) -> int:
     rows = [("name", "group", "bytes", "status", "licence")]
     for item in store.list_datasets():
         e = item.entry
-        status = item.status if (e.url is not None or item.status != "missing") \
-            else "missing (mirror only)"
+        status = item.status if (e.url is not None or item.status != "missing") else "missing (mirror only)"
         rows.append((e.name, e.group, str(e.size), status, e.licence))
     print(_table(rows, right=frozenset({2})))
     mirror = store.mirror_dir()
@@ -48,8 +48,10 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
         print(result.describe())
     bad = [r for r in results if r.status == "mismatch"]
     present = sum(1 for r in results if r.status != "missing")
-    print(f"\n{present - len(bad)} of {present} present file(s) match; "
-          f"{len(results) - present} missing; {len(bad)} mismatched.")
+    print(
+        f"\n{present - len(bad)} of {present} present file(s) match; "
+        f"{len(results) - present} missing; {len(bad)} mismatched."
+    )
     return EXIT_USAGE if bad else 0
 
 
@@ -58,8 +60,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
     if args.all and args.names:
         raise ConfigError("data fetch: give dataset names or --all, not both")
     if not args.all and not args.names:
-        raise ConfigError("data fetch: name the datasets to fetch (see `gpudefrag data list`) "
-                          "or pass --all")
+        raise ConfigError("data fetch: name the datasets to fetch (see `gpudefrag data list`) or pass --all")
 
     def report(result: store.FetchResult) -> None:
         where = f": {result.path}" if result.path is not None else ""
@@ -71,8 +72,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
             print(f"error: {result.entry.name}: {result.message}", file=sys.stderr)
 
     try:
-        store.fetch(None if args.all else args.names, progress=not args.no_progress,
-                    on_result=report)
+        store.fetch(None if args.all else args.names, progress=not args.no_progress, on_result=report)
     except DataError:
         return EXIT_USAGE  # each failure was already printed
     return 0
@@ -82,6 +82,7 @@ def _help(parser: argparse.ArgumentParser):
     def handler(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+
     return handler
 
 
@@ -89,10 +90,12 @@ def add_data_commands(subparsers) -> argparse.ArgumentParser:
     """Register ``data list | fetch | verify`` on an argparse subparsers object; returns the
     ``data`` parser."""
     data = subparsers.add_parser(
-        "data", help="list, fetch and verify the registered dataset files",
+        "data",
+        help="list, fetch and verify the registered dataset files",
         description=f"Dataset files are looked up in ${store.MIRROR_ENV} (folders openb/, "
-                    f"fgd-published/, go-math-rand/), then in the cache (${store.CACHE_ENV}, "
-                    "default ~/.cache/gpudefrag), then downloaded from pinned upstream URLs.")
+        f"fgd-published/, go-math-rand/), then in the cache (${store.CACHE_ENV}, "
+        "default ~/.cache/gpudefrag), then downloaded from pinned upstream URLs.",
+    )
     data.set_defaults(func=_help(data))
     sub = data.add_subparsers(dest="data_command", metavar="{list,fetch,verify}")
 
@@ -100,14 +103,14 @@ def add_data_commands(subparsers) -> argparse.ArgumentParser:
     p_list.set_defaults(func=cmd_data_list)
 
     p_fetch = sub.add_parser("fetch", help="download (and verify) files into the cache")
-    p_fetch.add_argument("names", nargs="*", metavar="NAME",
-                         help="dataset names or relative paths (see `data list`)")
+    p_fetch.add_argument(
+        "names", nargs="*", metavar="NAME", help="dataset names or relative paths (see `data list`)"
+    )
     p_fetch.add_argument("--all", action="store_true", help="fetch every file that has a URL")
     p_fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     p_fetch.set_defaults(func=cmd_data_fetch)
 
     p_verify = sub.add_parser("verify", help="re-check the SHA-256 of present files")
-    p_verify.add_argument("names", nargs="*", metavar="NAME",
-                          help="dataset names (default: all)")
+    p_verify.add_argument("names", nargs="*", metavar="NAME", help="dataset names (default: all)")
     p_verify.set_defaults(func=cmd_data_verify)
     return data

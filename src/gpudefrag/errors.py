@@ -20,8 +20,9 @@ class GpudefragError(Exception):
 class InputError(GpudefragError):
     """Malformed input: names the file, the 1-based line and the column (field)."""
 
-    def __init__(self, path: str | Path, message: str, line: int | None = None,
-                 column: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, message: str, line: int | None = None, column: str | None = None
+    ) -> None:
         self.path = str(path)
         self.line = line
         self.column = column

@@ -25,20 +25,20 @@ Public methods return the Go values as Python ints (signed where Go's type is si
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Callable, MutableSequence
+from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "RNG_LEN",
+    "RNG_TAP",
     "GoRand",
     "cooked_table",
     "derive_cooked_table",
     "load_cooked_table",
-    "set_cooked_table",
     "seedrand",
-    "RNG_LEN",
-    "RNG_TAP",
+    "set_cooked_table",
 ]
 
 # --- generator constants (Go: rng.go) -----------------------------------------------------------
@@ -234,7 +234,7 @@ class GoRand:
     Go program reproduces its stream bit for bit.
     """
 
-    __slots__ = ("_vec", "_tap", "_feed")
+    __slots__ = ("_feed", "_tap", "_vec")
 
     def __init__(self, seed: int) -> None:
         self._vec: list[int] = [0] * RNG_LEN

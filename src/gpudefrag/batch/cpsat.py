@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from ortools.sat.python import cp_model
 
 from gpudefrag.batch.patterns import Pattern
@@ -27,9 +26,13 @@ FRAG_SCALE = 10
 MAX_NODE_FRAG_MILLI = 8000
 """F(node) never exceeds the node's idle GPU milli, at most 8 GPUs."""
 
-STATUS_NAMES = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
-                cp_model.INFEASIBLE: "infeasible", cp_model.MODEL_INVALID: "model_invalid",
-                cp_model.UNKNOWN: "unknown"}
+STATUS_NAMES = {
+    cp_model.OPTIMAL: "optimal",
+    cp_model.FEASIBLE: "feasible",
+    cp_model.INFEASIBLE: "infeasible",
+    cp_model.MODEL_INVALID: "model_invalid",
+    cp_model.UNKNOWN: "unknown",
+}
 
 
 @dataclass(frozen=True)
@@ -74,16 +77,33 @@ def best_single(patterns: list[Pattern], hint: list[int], required: bool = False
     hint_value = sum(values[i] for i in hint)
     if not patterns:
         status = "infeasible" if required else "optimal"
-        return SolveOutcome(status, [], None if required else 0, hint_value, None,
-                            time.perf_counter() - started, 0.0, 0, 0)
+        return SolveOutcome(
+            status, [], None if required else 0, hint_value, None, time.perf_counter() - started, 0.0, 0, 0
+        )
     best = max(range(len(values)), key=lambda i: (values[i], i in hint, -i))
-    return SolveOutcome("optimal", [best], values[best], hint_value, float(values[best]),
-                        time.perf_counter() - started, 0.0, len(values), 1)
+    return SolveOutcome(
+        "optimal",
+        [best],
+        values[best],
+        hint_value,
+        float(values[best]),
+        time.perf_counter() - started,
+        0.0,
+        len(values),
+        1,
+    )
 
 
-def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], time_limit_s: float,
-                   deterministic_time: float | None, seed: int = 0, workers: int = 1,
-                   required_pods: tuple[int, ...] = ()) -> SolveOutcome:
+def solve_patterns(
+    patterns: list[Pattern],
+    batch_size: int,
+    hint: list[int],
+    time_limit_s: float,
+    deterministic_time: float | None,
+    seed: int = 0,
+    workers: int = 1,
+    required_pods: tuple[int, ...] = (),
+) -> SolveOutcome:
     """Build, solve and decode.  ``hint``: indices of the patterns of FGD's answer.
     ``required_pods``: batch indices every solution must place (a pod no pattern holds makes
     the model infeasible).
@@ -130,10 +150,22 @@ def solve_patterns(patterns: list[Pattern], batch_size: int, hint: list[int], ti
     objective = bound = None
     if status_code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         chosen = [i for i, u in enumerate(use) if solver.boolean_value(u)]
-        objective = int(round(solver.objective_value))
+        objective = round(solver.objective_value)
         bound = float(solver.best_objective_bound)
-    wall_limited = (deterministic_time is not None and solver.wall_time >= time_limit_s
-                    and solver.deterministic_time < deterministic_time)
-    return SolveOutcome(status, chosen, objective, sum(values[i] for i in hint), bound,
-                        time.perf_counter() - started, float(solver.deterministic_time),
-                        len(use), len(by_node) + len(by_pod), wall_limited)
+    wall_limited = (
+        deterministic_time is not None
+        and solver.wall_time >= time_limit_s
+        and solver.deterministic_time < deterministic_time
+    )
+    return SolveOutcome(
+        status,
+        chosen,
+        objective,
+        sum(values[i] for i in hint),
+        bound,
+        time.perf_counter() - started,
+        float(solver.deterministic_time),
+        len(use),
+        len(by_node) + len(by_pod),
+        wall_limited,
+    )

@@ -47,18 +47,30 @@ def tp_args(typical: TypicalPods) -> tuple:
 
 def node_frag(state: ClusterState, node: int, typical_args: tuple) -> float:
     """F(node) on ``state`` (milli-GPU)."""
-    return float(node_frag_milli(state.cpu_milli_left[node], state.gpu_milli_left[node],
-                                 state.gpu_count[node], state.model_id[node], *typical_args))
+    return float(
+        node_frag_milli(
+            state.cpu_milli_left[node],
+            state.gpu_milli_left[node],
+            state.gpu_count[node],
+            state.model_id[node],
+            *typical_args,
+        )
+    )
 
 
 class PlanError(ValueError):
     """A plan that cannot be applied: names the pod and the reason."""
 
 
-def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPods,
-                  nodes: set[int] | None = None, idle_node_penalty_milli: float = 0.0,
-                  protected: frozenset[int] = frozenset(), protect_penalty_milli: float = 0.0
-                  ) -> Objective:
+def evaluate_plan(
+    state: ClusterState,
+    plan: list[Placement],
+    typical: TypicalPods,
+    nodes: set[int] | None = None,
+    idle_node_penalty_milli: float = 0.0,
+    protected: frozenset[int] = frozenset(),
+    protect_penalty_milli: float = 0.0,
+) -> Objective:
     """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
 
     ``idle_node_penalty_milli`` is added for every node the plan opens (a node with no pod before),
@@ -87,5 +99,6 @@ def evaluate_plan(state: ClusterState, plan: list[Placement], typical: TypicalPo
         frag += idle_node_penalty_milli * sum(1 for n in used if state.pod_count[n] == 0)
     if protect_penalty_milli:
         frag += protect_penalty_milli * len(used & protected)
-    return Objective(gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan),
-                     frag_milli=frag)
+    return Objective(
+        gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan), frag_milli=frag
+    )

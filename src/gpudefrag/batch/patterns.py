@@ -52,9 +52,13 @@ class NodeView:
 def node_view(state, node: int) -> NodeView:
     """A scratch copy of ``node``'s free resources on ``state`` (a ``ClusterState``)."""
     count = int(state.gpu_count[node])
-    return NodeView(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
-                    int(state.pod_count[node]), [int(v) for v in state.gpu_milli_left[node, :count]],
-                    int(state.model_id[node]))
+    return NodeView(
+        int(state.cpu_milli_left[node]),
+        int(state.memory_mib_left[node]),
+        int(state.pod_count[node]),
+        [int(v) for v in state.gpu_milli_left[node, :count]],
+        int(state.model_id[node]),
+    )
 
 
 def canonical_order(pods: list[PodSpec], members: tuple[int, ...]) -> list[int]:
@@ -64,7 +68,11 @@ def canonical_order(pods: list[PodSpec], members: tuple[int, ...]) -> list[int]:
 
 def fits_on_view(view: NodeView, pod: PodSpec) -> bool:
     """Would :func:`place_on_view` place ``pod`` on the scratch node?  (Without changing it.)"""
-    if view.cpu_milli < pod.cpu_milli or view.memory_mib < pod.memory_mib or view.pods + 1 > MAX_PODS_PER_NODE:
+    if (
+        view.cpu_milli < pod.cpu_milli
+        or view.memory_mib < pod.memory_mib
+        or view.pods + 1 > MAX_PODS_PER_NODE
+    ):
         return False
     if pod.gpu_milli <= 0:
         return True
@@ -96,7 +104,9 @@ def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) 
                 return None
             gpus = (best,)
         else:
-            gpus = tuple(g for g, left in enumerate(view.gpu_left) if left == GPU_MILLI_PER_GPU)[:pod.num_gpu]
+            gpus = tuple(g for g, left in enumerate(view.gpu_left) if left == GPU_MILLI_PER_GPU)[
+                : pod.num_gpu
+            ]
         for g in gpus:
             view.gpu_left[g] -= pod.gpu_milli
     view.cpu_milli -= pod.cpu_milli
@@ -105,8 +115,9 @@ def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) 
     return gpus
 
 
-def assign_subset(base: NodeView, pods: list[PodSpec], members: tuple[int, ...]
-                  ) -> tuple[NodeView, dict[int, tuple[int, ...]]] | None:
+def assign_subset(
+    base: NodeView, pods: list[PodSpec], members: tuple[int, ...]
+) -> tuple[NodeView, dict[int, tuple[int, ...]]] | None:
     """Place the members in canonical order on a copy of ``base``; ``None`` if any does not fit."""
     view = base.copy()
     gpus: dict[int, tuple[int, ...]] = {}
@@ -118,9 +129,17 @@ def assign_subset(base: NodeView, pods: list[PodSpec], members: tuple[int, ...]
     return view, gpus
 
 
-def enumerate_patterns(node: int, base: NodeView, frag_before: float, pods: list[PodSpec],
-                       candidates: list[int], typical_args: tuple, max_size: int, max_patterns: int,
-                       prune: bool = True) -> list[Pattern]:
+def enumerate_patterns(
+    node: int,
+    base: NodeView,
+    frag_before: float,
+    pods: list[PodSpec],
+    candidates: list[int],
+    typical_args: tuple,
+    max_size: int,
+    max_patterns: int,
+    prune: bool = True,
+) -> list[Pattern]:
     """Non-empty subsets of ``candidates`` (in the given priority order) that fit on ``node``.
 
     Depth-first.  With ``prune``, a subset that does not fit is not extended (adding pods only
@@ -148,9 +167,16 @@ def enumerate_patterns(node: int, base: NodeView, frag_before: float, pods: list
                 continue
             view, gpus = assigned
             ordered = tuple(sorted(subset))
-            out.append(Pattern(node, ordered, tuple(gpus[i] for i in ordered),
-                               sum(pods[i].gpu_milli * pods[i].num_gpu for i in subset),
-                               frag_of(view), frag_before))
+            out.append(
+                Pattern(
+                    node,
+                    ordered,
+                    tuple(gpus[i] for i in ordered),
+                    sum(pods[i].gpu_milli * pods[i].num_gpu for i in subset),
+                    frag_of(view),
+                    frag_before,
+                )
+            )
             if len(subset) < max_size:
                 visit(j + 1, subset)
 

@@ -117,7 +117,9 @@ class BatchPlacer:
         self.fgd = FgdPolicy(self.typical)
         if self.config.frag_weighting not in ("count", "gpu"):
             raise ValueError(f"frag_weighting must be 'count' or 'gpu', not {self.config.frag_weighting!r}")
-        self.objective_typical = gpu_weighted(self.typical) if self.config.frag_weighting == "gpu" else self.typical
+        self.objective_typical = (
+            gpu_weighted(self.typical) if self.config.frag_weighting == "gpu" else self.typical
+        )
         self._tp = tp_args(self.objective_typical)
         self.fallbacks: Counter[str] = Counter()
 
@@ -127,8 +129,9 @@ class BatchPlacer:
         cfg = self.config
         return protected_nodes(state, blocked, cfg.protect_blocked, cfg.protect_min_gpus)
 
-    def fgd_plan(self, state: ClusterState, pods: list[PodSpec], avoid: frozenset[int] = frozenset()
-                 ) -> list[Placement | None]:
+    def fgd_plan(
+        self, state: ClusterState, pods: list[PodSpec], avoid: frozenset[int] = frozenset()
+    ) -> list[Placement | None]:
         """FGD's sequential answer for the batch (on a copy; ``state`` is untouched).  A pod goes
         to a node in ``avoid`` only when it fits no other node.
 
@@ -162,8 +165,9 @@ class BatchPlacer:
             plan.append(p)
         return plan
 
-    def candidates(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
-                   ) -> dict[int, list[int]]:
+    def candidates(
+        self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None]
+    ) -> dict[int, list[int]]:
         """``{node: [pod indices]}``: pods whose top-K FGD nodes (or hint node) include the node,
         each list ordered by how highly the pod ranks the node."""
         k = self.config.candidates_per_pod
@@ -186,11 +190,17 @@ class BatchPlacer:
         """What using ``node`` adds to a plan's fragmentation: opening it, if it is idle, and
         protection."""
         cfg = self.config
-        return ((cfg.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0)
-                + (cfg.protect_penalty_milli if node in protected else 0.0))
+        return (cfg.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0) + (
+            cfg.protect_penalty_milli if node in protected else 0.0
+        )
 
-    def patterns(self, state: ClusterState, pods: list[PodSpec], hint: list[Placement | None],
-                 protected: frozenset[int] = frozenset()) -> tuple[list[Pattern], list[int]]:
+    def patterns(
+        self,
+        state: ClusterState,
+        pods: list[PodSpec],
+        hint: list[Placement | None],
+        protected: frozenset[int] = frozenset(),
+    ) -> tuple[list[Pattern], list[int]]:
         """All patterns, and the indices of those that make up FGD's answer."""
         cfg = self.config
         out: list[Pattern] = []
@@ -203,9 +213,17 @@ class BatchPlacer:
             base = node_view(state, node)
             # Penalties (idle, protected) count as fragmentation before nothing is placed.
             before = node_frag(state, node, self._tp) - self._penalty(state, node, protected)
-            for pat in enumerate_patterns(node, base, before, pods, cands, self._tp,
-                                          cfg.max_pattern_size, cfg.max_patterns_per_node,
-                                          cfg.prune_infeasible):
+            for pat in enumerate_patterns(
+                node,
+                base,
+                before,
+                pods,
+                cands,
+                self._tp,
+                cfg.max_pattern_size,
+                cfg.max_patterns_per_node,
+                cfg.prune_infeasible,
+            ):
                 index.setdefault((node, pat.members), len(out))
                 if index[(node, pat.members)] == len(out):
                     out.append(pat)
@@ -221,21 +239,34 @@ class BatchPlacer:
                 hint_idx.append(len(out) - 1)
         return out, hint_idx
 
-    def _hint_pattern(self, state: ClusterState, node: int, members: tuple[int, ...],
-                      hint: list[Placement | None], pods: list[PodSpec], protected: frozenset[int]
-                      ) -> Pattern:
+    def _hint_pattern(
+        self,
+        state: ClusterState,
+        node: int,
+        members: tuple[int, ...],
+        hint: list[Placement | None],
+        pods: list[PodSpec],
+        protected: frozenset[int],
+    ) -> Pattern:
         """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern."""
         work = state.copy()
         for i in members:
             work.bind(hint[i])
         gpus = tuple(hint[i].gpus for i in members)
         penalty = self._penalty(state, node, protected)
-        return Pattern(node, members, gpus, sum(pods[i].total_gpu_milli for i in members),
-                       node_frag(work, node, self._tp), node_frag(state, node, self._tp) - penalty)
+        return Pattern(
+            node,
+            members,
+            gpus,
+            sum(pods[i].total_gpu_milli for i in members),
+            node_frag(work, node, self._tp),
+            node_frag(state, node, self._tp) - penalty,
+        )
 
     # --------------------------------------------------------------------- decide
-    def place(self, state: ClusterState, pods: list[PodSpec], protected: frozenset[int] = frozenset()
-              ) -> BatchResult:
+    def place(
+        self, state: ClusterState, pods: list[PodSpec], protected: frozenset[int] = frozenset()
+    ) -> BatchResult:
         """Decide the batch on ``state`` (not mutated), keeping off ``protected`` nodes where
         possible (FGD's plan avoids them; the solver pays ``protect_penalty_milli`` each)."""
         started = time.perf_counter()
@@ -255,32 +286,49 @@ class BatchPlacer:
         if fallback:
             self.fallbacks[fallback] += 1
         stats = BatchStats(
-            size=len(pods), patterns=len(patterns),
+            size=len(pods),
+            patterns=len(patterns),
             variables=outcome.variables if outcome else len(patterns),
             constraints=outcome.constraints if outcome else 0,
             status=outcome.status if outcome else "error",
-            source="fgd" if chosen_plan is hint else "solver", fallback=fallback,
+            source="fgd" if chosen_plan is hint else "solver",
+            fallback=fallback,
             solver_objective=outcome.objective if outcome else None,
             hint_objective=outcome.hint_objective if outcome else 0,
-            fgd_gpu_milli=fgd_obj.gpu_milli, chosen_gpu_milli=chosen_obj.gpu_milli,
-            fgd_frag_milli=fgd_obj.frag_milli, chosen_frag_milli=chosen_obj.frag_milli,
+            fgd_gpu_milli=fgd_obj.gpu_milli,
+            chosen_gpu_milli=chosen_obj.gpu_milli,
+            fgd_frag_milli=fgd_obj.frag_milli,
+            chosen_frag_milli=chosen_obj.frag_milli,
             solve_wall_s=outcome.wall_s if outcome else 0.0,
             deterministic_s=outcome.deterministic_s if outcome else 0.0,
             total_wall_s=time.perf_counter() - started,
-            wall_limited=bool(outcome and outcome.wall_limited))
+            wall_limited=bool(outcome and outcome.wall_limited),
+        )
         return BatchResult(chosen_plan, stats)
 
-    def _solve(self, patterns: list[Pattern], hint_idx: list[int], pods: list[PodSpec],
-               required: tuple[int, ...] = ()):
+    def _solve(
+        self,
+        patterns: list[Pattern],
+        hint_idx: list[int],
+        pods: list[PodSpec],
+        required: tuple[int, ...] = (),
+    ):
         """(outcome, decoded plan or None, fallback reason or "")."""
         try:
             if len(pods) == 1:  # exact without a solver: the least fragmentation change wins
                 outcome = best_single(patterns, hint_idx, bool(required))
             else:
                 cfg = self.config
-                outcome = solve_patterns(patterns, len(pods), hint_idx, cfg.time_limit_s,
-                                         cfg.deterministic_time if cfg.deterministic else None,
-                                         cfg.seed, cfg.workers, required)
+                outcome = solve_patterns(
+                    patterns,
+                    len(pods),
+                    hint_idx,
+                    cfg.time_limit_s,
+                    cfg.deterministic_time if cfg.deterministic else None,
+                    cfg.seed,
+                    cfg.workers,
+                    required,
+                )
         except Exception as exc:  # a solver crash must never stop a run: fall back and count it
             self.last_error = repr(exc)
             return None, None, "error"
@@ -293,15 +341,23 @@ class BatchPlacer:
         except PlanError:
             return outcome, None, "invalid"
 
-    def _referee(self, state: ClusterState, hint: list[Placement | None],
-                 solver_plan: list[Placement | None] | None, protected: frozenset[int] = frozenset()):
+    def _referee(
+        self,
+        state: ClusterState,
+        hint: list[Placement | None],
+        solver_plan: list[Placement | None] | None,
+        protected: frozenset[int] = frozenset(),
+    ):
         """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
 
         The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
         """
         cfg = self.config
-        penalties = dict(idle_node_penalty_milli=cfg.idle_node_penalty_milli, protected=protected,
-                         protect_penalty_milli=cfg.protect_penalty_milli)
+        penalties = dict(
+            idle_node_penalty_milli=cfg.idle_node_penalty_milli,
+            protected=protected,
+            protect_penalty_milli=cfg.protect_penalty_milli,
+        )
         fgd_list = [p for p in hint if p is not None]
         fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, **penalties)
         if solver_plan is None:
@@ -317,15 +373,30 @@ class BatchPlacer:
             return solver_plan, solver_obj, fgd_obj, ""
         return hint, fgd_obj, fgd_obj, "not_better"
 
-    def _fgd_only(self, hint: list[Placement | None], fgd_list: list[Placement], size: int,
-                  started: float) -> BatchResult:
+    def _fgd_only(
+        self, hint: list[Placement | None], fgd_list: list[Placement], size: int, started: float
+    ) -> BatchResult:
         """FGD's plan, no solve (batch below ``min_solver_batch``, or nothing fits anywhere)."""
         gpu = sum(p.pod.total_gpu_milli for p in fgd_list)
-        stats = BatchStats(size=size, patterns=0, variables=0, constraints=0, status="skipped",
-                           source="fgd", fallback="", solver_objective=None, hint_objective=0,
-                           fgd_gpu_milli=gpu, chosen_gpu_milli=gpu, fgd_frag_milli=0.0,
-                           chosen_frag_milli=0.0, solve_wall_s=0.0, deterministic_s=0.0,
-                           total_wall_s=time.perf_counter() - started, wall_limited=False)
+        stats = BatchStats(
+            size=size,
+            patterns=0,
+            variables=0,
+            constraints=0,
+            status="skipped",
+            source="fgd",
+            fallback="",
+            solver_objective=None,
+            hint_objective=0,
+            fgd_gpu_milli=gpu,
+            chosen_gpu_milli=gpu,
+            fgd_frag_milli=0.0,
+            chosen_frag_milli=0.0,
+            solve_wall_s=0.0,
+            deterministic_s=0.0,
+            total_wall_s=time.perf_counter() - started,
+            wall_limited=False,
+        )
         return BatchResult(hint, stats)
 
     @staticmethod

@@ -26,8 +26,9 @@ from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.pods import PodSpec
 
 
-def protected_nodes(state: ClusterState, blocked: Iterable[PodSpec], limit: int, min_gpus: int
-                    ) -> frozenset[int]:
+def protected_nodes(
+    state: ClusterState, blocked: Iterable[PodSpec], limit: int, min_gpus: int
+) -> frozenset[int]:
     """The nodes to protect on ``state`` for the ``blocked`` pods (see the module rule)."""
     if limit <= 0:
         return frozenset()
@@ -39,10 +40,13 @@ def protected_nodes(state: ClusterState, blocked: Iterable[PodSpec], limit: int,
             break
         if pod.gpu_milli != GPU_MILLI_PER_GPU or pod.num_gpu < min_gpus:
             continue
-        ok = (~taken & (state.gpu_count >= pod.num_gpu)
-              & (((pod.gpu_model_mask >> state.model_id) & 1) == 1)
-              & (state.cpu_capacity_milli >= pod.cpu_milli)
-              & (state.memory_capacity_mib >= pod.memory_mib))
+        ok = (
+            ~taken
+            & (state.gpu_count >= pod.num_gpu)
+            & (((pod.gpu_model_mask >> state.model_id) & 1) == 1)
+            & (state.cpu_capacity_milli >= pod.cpu_milli)
+            & (state.memory_capacity_mib >= pod.memory_mib)
+        )
         nodes = np.flatnonzero(ok)
         if nodes.size == 0:
             continue

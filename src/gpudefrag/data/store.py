@@ -22,9 +22,9 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from gpudefrag.data import registry
 from gpudefrag.data.registry import DatasetEntry
@@ -56,8 +56,10 @@ STATUS_MIRROR = "in mirror"
 STATUS_CACHED = "cached"
 STATUS_MISSING = "missing"
 
-_HOWTO = (f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
-          "(for example a copy of shared/data) or run `gpudefrag data fetch`.")
+_HOWTO = (
+    f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+    "(for example a copy of shared/data) or run `gpudefrag data fetch`."
+)
 
 # (absolute path, size, mtime_ns) -> sha256 hex digest computed in this process.
 _VERIFIED: dict[tuple[str, int, int], str] = {}
@@ -120,8 +122,11 @@ def _digest(path: Path, *, use_cache: bool = True) -> tuple[str, int]:
 
 
 def _mismatch_error(entry: DatasetEntry, path: Path, actual: str, size: int) -> DataError:
-    hint = ("delete it and run `gpudefrag data fetch " + entry.name + "`"
-            if path == _cache_path(entry) else "replace it with the registered file")
+    hint = (
+        "delete it and run `gpudefrag data fetch " + entry.name + "`"
+        if path == _cache_path(entry)
+        else "replace it with the registered file"
+    )
     return DataError(
         f"checksum mismatch for {entry.relpath} ({path}): expected sha256 {entry.sha256}, "
         f"got sha256 {actual} (expected {entry.size} bytes, found {size}); {hint}."
@@ -138,9 +143,14 @@ def _check(entry: DatasetEntry, path: Path) -> Path:
 def _missing_error(entry: DatasetEntry, reason: str) -> DataError:
     mpath = _mirror_path(entry)
     where = f"not in the mirror ({mpath})" if mpath is not None else f"{MIRROR_ENV} is not set"
-    howto = _HOWTO if entry.url is not None else (
-        f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
-        f"(for example a copy of shared/data) that contains {entry.relpath}.")
+    howto = (
+        _HOWTO
+        if entry.url is not None
+        else (
+            f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+            f"(for example a copy of shared/data) that contains {entry.relpath}."
+        )
+    )
     return DataError(
         f"dataset {entry.relpath} is unavailable: {where}, not in the cache "
         f"({_cache_path(entry)}), and {reason}. {howto}"
@@ -154,14 +164,23 @@ def _progress_bar(entry: DatasetEntry, enabled: bool):
         from tqdm import tqdm
     except ImportError:  # progress bars are optional
         return None
-    return tqdm(total=entry.size, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=entry.relpath, file=sys.stderr, leave=False)
+    return tqdm(
+        total=entry.size,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=entry.relpath,
+        file=sys.stderr,
+        leave=False,
+    )
 
 
 def _download_howto(entry: DatasetEntry) -> str:
-    return (f"Check the network and retry `gpudefrag data fetch {entry.name}`, or set "
-            f"{MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
-            "(for example a copy of shared/data).")
+    return (
+        f"Check the network and retry `gpudefrag data fetch {entry.name}`, or set "
+        f"{MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+        "(for example a copy of shared/data)."
+    )
 
 
 def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
@@ -175,8 +194,10 @@ def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     except OSError as exc:
-        raise DataError(f"cannot write to the cache folder {dest.parent}: {exc}. "
-                        f"Set {CACHE_ENV} to a writable folder or {MIRROR_ENV} to a mirror.") from exc
+        raise DataError(
+            f"cannot write to the cache folder {dest.parent}: {exc}. "
+            f"Set {CACHE_ENV} to a writable folder or {MIRROR_ENV} to a mirror."
+        ) from exc
     tmp = Path(tmp_name)
     bar = None
     try:
@@ -194,20 +215,23 @@ def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
                         raise DataError(
                             f"download of {entry.relpath} from {entry.url} is larger than the "
                             f"registered {entry.size} bytes; aborted, nothing was saved. "
-                            + _download_howto(entry))
+                            + _download_howto(entry)
+                        )
                     hasher.update(chunk)
                     out.write(chunk)
                     if bar is not None:
                         bar.update(len(chunk))
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-            raise DataError(f"cannot download {entry.relpath} from {entry.url}: {exc}. "
-                            + _download_howto(entry)) from exc
+            raise DataError(
+                f"cannot download {entry.relpath} from {entry.url}: {exc}. " + _download_howto(entry)
+            ) from exc
         actual = hasher.hexdigest()
         if actual != entry.sha256:
             raise DataError(
                 f"checksum mismatch for {entry.relpath} downloaded from {entry.url}: expected "
                 f"sha256 {entry.sha256}, got sha256 {actual} (expected {entry.size} bytes, "
-                f"got {size}); nothing was saved. " + _download_howto(entry))
+                f"got {size}); nothing was saved. " + _download_howto(entry)
+            )
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -274,8 +298,12 @@ class FetchResult:
         return self.status != "failed"
 
 
-def fetch(names: Iterable[str] | str | None = None, progress: bool = True, *,
-          on_result: Callable[[FetchResult], None] | None = None) -> list[FetchResult]:
+def fetch(
+    names: Iterable[str] | str | None = None,
+    progress: bool = True,
+    *,
+    on_result: Callable[[FetchResult], None] | None = None,
+) -> list[FetchResult]:
     """Make the named files (all if ``names`` is None) available locally and verified.
 
     Files already in the mirror or cache are checked, others downloaded into the cache (a tqdm
@@ -285,13 +313,13 @@ def fetch(names: Iterable[str] | str | None = None, progress: bool = True, *,
     the failures, if any failed; otherwise returns the results.
     """
     fetch_all = names is None
-    entries = registry.select(None if names is None else
-                              ([names] if isinstance(names, str) else list(names)))
+    entries = registry.select(None if names is None else ([names] if isinstance(names, str) else list(names)))
     results: list[FetchResult] = []
     for entry in entries:
         if fetch_all and entry.url is None and _locate(entry)[0] is None:
-            result = FetchResult(entry, "skipped", None,
-                                 f"mirror only, no download URL; set {MIRROR_ENV} to get it")
+            result = FetchResult(
+                entry, "skipped", None, f"mirror only, no download URL; set {MIRROR_ENV} to get it"
+            )
         else:
             try:
                 path, status = _resolve_entry(entry, progress)
@@ -330,15 +358,16 @@ class VerifyResult:
             return f"ok        {e.name} ({self.location}: {self.path})"
         if self.status == "missing":
             return f"missing   {e.name} ({e.relpath} not in mirror or cache)"
-        return (f"MISMATCH  {e.name} ({self.location}: {self.path}): expected sha256 {e.sha256} "
-                f"({e.size} bytes), got sha256 {self.actual_sha256} ({self.actual_size} bytes)")
+        return (
+            f"MISMATCH  {e.name} ({self.location}: {self.path}): expected sha256 {e.sha256} "
+            f"({e.size} bytes), got sha256 {self.actual_sha256} ({self.actual_size} bytes)"
+        )
 
 
 def verify(names: Iterable[str] | str | None = None) -> list[VerifyResult]:
     """Re-hash the named files (all if None) where :func:`resolve` would find them; never
     downloads. Missing files are reported as ``missing``, not raised."""
-    entries = registry.select(None if names is None else
-                              ([names] if isinstance(names, str) else list(names)))
+    entries = registry.select(None if names is None else ([names] if isinstance(names, str) else list(names)))
     results = []
     for entry in entries:
         path, location = _locate(entry)

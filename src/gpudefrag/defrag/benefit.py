@@ -48,8 +48,13 @@ def occupy(view: NodeView, p: MovablePod) -> None:
         view.gpu_left[g] -= p.gpu_milli
 
 
-def node_natural_wait_s(state: ClusterState, node: int, pods_on_node: list[MovablePod],
-                        pod: PodSpec, give_up_at_s: float = math.inf) -> float:
+def node_natural_wait_s(
+    state: ClusterState,
+    node: int,
+    pods_on_node: list[MovablePod],
+    pod: PodSpec,
+    give_up_at_s: float = math.inf,
+) -> float:
     """Seconds until ``pod`` fits on ``node`` if its pods finish in ``remaining_s`` order
     (0 if it fits now, ``inf`` if it never does, or as soon as the wait reaches ``give_up_at_s``)."""
     view = node_view(state, node)
@@ -64,9 +69,15 @@ def node_natural_wait_s(state: ClusterState, node: int, pods_on_node: list[Movab
     return math.inf
 
 
-def plan_benefit_gpu_s(state: ClusterState, running: Iterable[MovablePod], pod: PodSpec,
-                       target_node: int, nodes: Iterable[int], start_delay_s: float,
-                       competing: int = 1) -> float:
+def plan_benefit_gpu_s(
+    state: ClusterState,
+    running: Iterable[MovablePod],
+    pod: PodSpec,
+    target_node: int,
+    nodes: Iterable[int],
+    start_delay_s: float,
+    competing: int = 1,
+) -> float:
     """Benefit of freeing ``target_node`` for ``pod`` now (module docstring): its GPUs x
     ``max(0, min(t_D, t_X) - start_delay_s)``, with ``t_D`` the ``competing``-th smallest
     natural fit time over ``nodes`` other than the target."""
@@ -91,8 +102,14 @@ def plan_benefit_gpu_s(state: ClusterState, running: Iterable[MovablePod], pod: 
     return gpus * max(min(t_d, t_x) - start_delay_s, 0.0)
 
 
-def queue_harm_gpu_s(state: ClusterState, node: int, pods_on_node: list[MovablePod],
-                     moved: list[MovablePod], pod: PodSpec, duration_s: float) -> float:
+def queue_harm_gpu_s(
+    state: ClusterState,
+    node: int,
+    pods_on_node: list[MovablePod],
+    moved: list[MovablePod],
+    pod: PodSpec,
+    duration_s: float,
+) -> float:
     """GPU-seconds of room the queue loses when ``pod`` (running ``duration_s``) takes ``node``
     once ``moved`` have left.
 

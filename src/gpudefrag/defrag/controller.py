@@ -85,12 +85,25 @@ class DefragController:
             # Work lost is what has run since the last checkpoint when the pod actually stops,
             # i.e. after the grace period (no checkpoint assumed inside the grace period).
             lost = r.work_since_checkpoint_s + self.eviction_grace_s
-            out.append(MovablePod(r.pod_id, r.node, r.gpus, s.cpu_milli, s.memory_mib, s.num_gpu,
-                                  s.gpu_milli, s.gpu_model_mask, run_time_s=lost,
-                                  remaining_s=(r.remaining_work_s if est is None
-                                               else est.remaining_s(view.now_s - r.start_s)),
-                                  checkpoint_interval_s=0.0,
-                                  checkpoint_phase_s=0.0, movable=not (r.do_not_disrupt or r.migrating)))
+            out.append(
+                MovablePod(
+                    r.pod_id,
+                    r.node,
+                    r.gpus,
+                    s.cpu_milli,
+                    s.memory_mib,
+                    s.num_gpu,
+                    s.gpu_milli,
+                    s.gpu_model_mask,
+                    run_time_s=lost,
+                    remaining_s=(
+                        r.remaining_work_s if est is None else est.remaining_s(view.now_s - r.start_s)
+                    ),
+                    checkpoint_interval_s=0.0,
+                    checkpoint_phase_s=0.0,
+                    movable=not (r.do_not_disrupt or r.migrating),
+                )
+            )
         return out
 
     def _run_time_s(self, view: SimView, pod_id: int) -> float:
@@ -103,10 +116,15 @@ class DefragController:
     def competing(pending: list, pod) -> int:
         """Pending pods whose request fits inside ``pod``'s (``pod`` itself included)."""
         gpu = pod.gpu_milli > 0
-        return sum(1 for q in pending
-                   if q.spec.cpu_milli <= pod.cpu_milli and q.spec.memory_mib <= pod.memory_mib
-                   and (q.spec.gpu_milli > 0) == gpu and q.spec.num_gpu <= pod.num_gpu
-                   and q.spec.gpu_milli <= pod.gpu_milli)
+        return sum(
+            1
+            for q in pending
+            if q.spec.cpu_milli <= pod.cpu_milli
+            and q.spec.memory_mib <= pod.memory_mib
+            and (q.spec.gpu_milli > 0) == gpu
+            and q.spec.num_gpu <= pod.num_gpu
+            and q.spec.gpu_milli <= pod.gpu_milli
+        )
 
     def leaves_headroom(self, state: ClusterState, pod: PodSpec) -> bool:
         """True if ``pod`` asks for at most one GPU, or if with it placed at least
@@ -128,8 +146,10 @@ class DefragController:
         excluded = set(view.reservations)
         state = None
         running: list[MovablePod] | None = None
-        limits = {"main": (self.blocked_pods_per_tick, self.plans_per_tick),
-                  "small": (self.small_pods_per_tick, self.small_plans_per_tick)}
+        limits = {
+            "main": (self.blocked_pods_per_tick, self.plans_per_tick),
+            "small": (self.small_pods_per_tick, self.small_plans_per_tick),
+        }
         tried = {"main": 0, "small": 0}
         plans = {"main": 0, "small": 0}
 
@@ -148,19 +168,26 @@ class DefragController:
                 continue
             if state is None:
                 state = view.state
-            if not (blocked_by_fragmentation(state, pending.spec)
-                    and self.leaves_headroom(state, pending.spec)):
+            if not (
+                blocked_by_fragmentation(state, pending.spec) and self.leaves_headroom(state, pending.spec)
+            ):
                 continue
             if running is None:
                 running = self._movable(view)
-            plan = self.planner.plan(state, running, pending.spec, frozenset(excluded),
-                                     max(1, self.competing(view.pending, pending.spec)),
-                                     self._run_time_s(view, pending.pod_id))
+            plan = self.planner.plan(
+                state,
+                running,
+                pending.spec,
+                frozenset(excluded),
+                max(1, self.competing(view.pending, pending.spec)),
+                self._run_time_s(view, pending.pod_id),
+            )
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1
             if plan is not None:
-                moves += [Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node)
-                          for m in plan.moves]
+                moves += [
+                    Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node) for m in plan.moves
+                ]
                 plans[cls] += 1
                 running = _apply(state, running, plan.moves)  # as the next plan will find them
                 excluded.add(plan.target_node)

@@ -88,15 +88,24 @@ def _pod_args(pod: PodSpec | MovablePod) -> tuple[int, int, int, int, int]:
 
 def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
     """No node can host ``pod`` although the cluster's free resources cover it in total."""
-    feasible = feasible_mask(state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left,
-                             state.gpu_count, state.model_id, state.pod_count, *_pod_args(pod))
+    feasible = feasible_mask(
+        state.cpu_milli_left,
+        state.memory_mib_left,
+        state.gpu_milli_left,
+        state.gpu_count,
+        state.model_id,
+        state.pod_count,
+        *_pod_args(pod),
+    )
     if feasible.any():
         return False
     if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
         return False
     if pod.gpu_milli <= 0:
         return True
-    accepted = np.array([mask_accepts(pod.gpu_model_mask, int(m)) for m in state.model_id]) & (state.gpu_count > 0)
+    accepted = np.array([mask_accepts(pod.gpu_model_mask, int(m)) for m in state.model_id]) & (
+        state.gpu_count > 0
+    )
     return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
 
 
@@ -112,17 +121,22 @@ class DefragPlanner:
         for n in range(state.num_nodes):
             if state.cpu_capacity_milli[n] < pod.cpu_milli or state.memory_capacity_mib[n] < pod.memory_mib:
                 continue
-            if pod.gpu_milli > 0 and (state.gpu_count[n] < pod.num_gpu
-                                      or not mask_accepts(pod.gpu_model_mask, int(state.model_id[n]))):
+            if pod.gpu_milli > 0 and (
+                state.gpu_count[n] < pod.num_gpu
+                or not mask_accepts(pod.gpu_model_mask, int(state.model_id[n]))
+            ):
                 continue
             out.append(n)
         return out
 
-    def destinations(self, state: ClusterState, moved: list[MovablePod], avoid: int,
-                     excluded: frozenset[int] = frozenset()) -> list[tuple[int, tuple[int, ...]]] | None:
+    def destinations(
+        self, state: ClusterState, moved: list[MovablePod], avoid: int, excluded: frozenset[int] = frozenset()
+    ) -> list[tuple[int, tuple[int, ...]]] | None:
         """Nodes (not ``avoid``, not ``excluded``) and GPUs for every moved pod at once, or ``None``."""
-        order = sorted(range(len(moved)), key=lambda i: (-moved[i].num_gpu * moved[i].gpu_milli,
-                                                         -moved[i].cpu_milli, moved[i].pod_id))
+        order = sorted(
+            range(len(moved)),
+            key=lambda i: (-moved[i].num_gpu * moved[i].gpu_milli, -moved[i].cpu_milli, moved[i].pod_id),
+        )
         views: dict[int, NodeView] = {}
         chosen: list[tuple[int, tuple[int, ...]] | None] = [None] * len(moved)
         budget = [self.config.destination_search_limit]
@@ -166,15 +180,31 @@ class DefragPlanner:
         (memoised per plan call)."""
         found = self._fits_memo.get(key)
         if found is None:
-            found = set(np.flatnonzero(feasible_mask(
-                state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left, state.gpu_count,
-                state.model_id, state.pod_count, *key)).tolist())
+            found = set(
+                np.flatnonzero(
+                    feasible_mask(
+                        state.cpu_milli_left,
+                        state.memory_mib_left,
+                        state.gpu_milli_left,
+                        state.gpu_count,
+                        state.model_id,
+                        state.pod_count,
+                        *key,
+                    )
+                ).tolist()
+            )
             self._fits_memo[key] = found
         return found
 
-    def plan(self, state: ClusterState, running: list[MovablePod], pod: PodSpec,
-             excluded: frozenset[int] = frozenset(), competing: int = 1,
-             duration_s: float | None = None) -> DefragPlan | None:
+    def plan(
+        self,
+        state: ClusterState,
+        running: list[MovablePod],
+        pod: PodSpec,
+        excluded: frozenset[int] = frozenset(),
+        competing: int = 1,
+        duration_s: float | None = None,
+    ) -> DefragPlan | None:
         """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
 
         ``excluded`` nodes (e.g. reserved for other pods) are neither freed nor used as targets.
@@ -201,8 +231,12 @@ class DefragPlanner:
 
         for p in running:
             on_node.setdefault(p.node, []).append(p)
-            if (p.movable and p.node in wanted and not (cfg.consolidate_only and p.gpu_milli >= GPU_MILLI_PER_GPU)
-                    and has_other_home(p)):
+            if (
+                p.movable
+                and p.node in wanted
+                and not (cfg.consolidate_only and p.gpu_milli >= GPU_MILLI_PER_GPU)
+                and has_other_home(p)
+            ):
                 by_node.setdefault(p.node, []).append(p)
         weigh_harm = cfg.harm_weight > 0 and duration_s is not None
         # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
@@ -212,12 +246,16 @@ class DefragPlanner:
             costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
             view = node_view(state, x)
             # harm >= 0, so a plan costing at least the best total cannot win
-            found = self._search_node(state, x, view, pods_x, costs, pod,
-                                      best[0] if best is not None else float("inf"), excluded)
+            found = self._search_node(
+                state, x, view, pods_x, costs, pod, best[0] if best is not None else float("inf"), excluded
+            )
             if found is None:
                 continue
-            harm = (queue_harm_gpu_s(state, x, on_node.get(x, []), found[1], pod, duration_s)
-                    if weigh_harm else 0.0)
+            harm = (
+                queue_harm_gpu_s(state, x, on_node.get(x, []), found[1], pod, duration_s)
+                if weigh_harm
+                else 0.0
+            )
             total = found[0] + cfg.harm_weight * harm
             if best is None or total < best[0]:
                 best = (total, found[0], harm, x, found[1], found[2])
@@ -230,8 +268,17 @@ class DefragPlanner:
         moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))
         return DefragPlan(x, moves, cost, benefit, harm)
 
-    def _search_node(self, state: ClusterState, x: int, view: NodeView, pods_x: list[MovablePod],
-                     costs: list[float], pod: PodSpec, bound: float, excluded: frozenset[int]):
+    def _search_node(
+        self,
+        state: ClusterState,
+        x: int,
+        view: NodeView,
+        pods_x: list[MovablePod],
+        costs: list[float],
+        pod: PodSpec,
+        bound: float,
+        excluded: frozenset[int],
+    ):
         """Cheapest non-empty subset of ``pods_x`` (≤ max_moves) freeing room on ``x`` and with
         destinations elsewhere; (cost, subset, destinations) or ``None``."""
         best: list = [bound, None, None]

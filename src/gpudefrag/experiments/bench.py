@@ -33,8 +33,9 @@ class BenchResult:
         return self.pods / self.run_wall_s
 
 
-def bench_policy(policy: str, workload: str = DEFAULT_WORKLOAD, seed: int = 42,
-                 tune_ratio: float = DEFAULT_TUNE_RATIO) -> BenchResult:
+def bench_policy(
+    policy: str, workload: str = DEFAULT_WORKLOAD, seed: int = 42, tune_ratio: float = DEFAULT_TUNE_RATIO
+) -> BenchResult:
     """Replay one run, timing each decision (select) separately; wall time covers binds too."""
     inputs = workload_inputs(workload)
     prepared = prepare_run(inputs.pods, inputs.nodes.names, inputs.gpu_capacity_milli, seed, tune_ratio)

@@ -59,8 +59,10 @@ class RunCheck:
     def frag_exact(self) -> bool:
         """The fragmentation curve also matches ``analysis_frag_discrete.csv`` (reported, not gated)."""
         diff = np.abs(self.frag_curve - self.published_frag)
-        return (np.array_equal(np.isnan(self.frag_curve), np.isnan(self.published_frag))
-                and float(np.nanmax(diff, initial=0.0)) <= EXACT_TOLERANCE)
+        return (
+            np.array_equal(np.isnan(self.frag_curve), np.isnan(self.published_frag))
+            and float(np.nanmax(diff, initial=0.0)) <= EXACT_TOLERANCE
+        )
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,23 @@ def _check_one(task: tuple[str, str, int]) -> RunCheck:
     key = (out.workload, PUBLISHED_LABEL[policy], seed)
     published = published_curves(ALLOC_FILE)[key]
     published_frag = published_curves(FRAG_FILE).get(key, np.full_like(published, np.nan))
-    return RunCheck(out.workload, policy, seed, out.curve, published, out.frag_curve, published_frag,
-                    out.result.failed, out.result.wall_s)
+    return RunCheck(
+        out.workload,
+        policy,
+        seed,
+        out.curve,
+        published,
+        out.frag_curve,
+        published_frag,
+        out.result.failed,
+        out.result.wall_s,
+    )
 
 
 def warm_up() -> None:
     """Compile (or load from the on-disk cache) every kernel once before forking workers."""
-    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.experiments.inputs import cluster_from_nodes, workload_inputs
     from gpudefrag.model.pods import PodSpec
-    from gpudefrag.experiments.inputs import cluster_from_nodes
     from gpudefrag.policies.registry import make_policy
 
     inputs = workload_inputs()
@@ -99,9 +109,13 @@ def warm_up() -> None:
         make_policy(name, inputs.typical).select(state, PodSpec(1000, 1024, 1, 500))
 
 
-def run_calibration(workloads: Iterable[str], policies: Iterable[str] = POLICY_NAMES,
-                    seeds: Iterable[int] = DEFAULT_SEEDS, jobs: int | None = None,
-                    progress: bool = True) -> list[RunCheck]:
+def run_calibration(
+    workloads: Iterable[str],
+    policies: Iterable[str] = POLICY_NAMES,
+    seeds: Iterable[int] = DEFAULT_SEEDS,
+    jobs: int | None = None,
+    progress: bool = True,
+) -> list[RunCheck]:
     """Run the grid in parallel across local cores; results in (workload, policy, seed) order."""
     from gpudefrag.experiments.inputs import workload_inputs
 
@@ -111,10 +125,16 @@ def run_calibration(workloads: Iterable[str], policies: Iterable[str] = POLICY_N
     published = published_curves(ALLOC_FILE)
     published_curves(FRAG_FILE)
     stems = {w: workload_inputs(w).name for w in workloads}
-    missing = [(stems[w], p, s) for w in workloads for p in policies for s in seeds
-               if (stems[w], PUBLISHED_LABEL[p], s) not in published]
+    missing = [
+        (stems[w], p, s)
+        for w in workloads
+        for p in policies
+        for s in seeds
+        if (stems[w], PUBLISHED_LABEL[p], s) not in published
+    ]
     if missing:
         from gpudefrag.errors import ConfigError
+
         raise ConfigError(f"no published row for {len(missing)} runs, e.g. {missing[0]}")
     warm_up()
     tasks = [(w, p, s) for w in workloads for p in policies for s in seeds]
@@ -153,20 +173,29 @@ def summarise(checks: list[RunCheck]) -> list[PolicySummary]:
         else:
             passed = all(abs(ours_mean[x] - pub_mean[x]) <= RANDOM_TOLERANCE_PP + 1e-9 for x in CHECKPOINTS)
         frag_exact = sum(r.frag_exact for r in runs)
-        out.append(PolicySummary(workload, policy, len(runs), exact, ours_mean, pub_mean, max_diff,
-                                 frag_exact, passed))
+        out.append(
+            PolicySummary(
+                workload, policy, len(runs), exact, ours_mean, pub_mean, max_diff, frag_exact, passed
+            )
+        )
     return out
 
 
 def format_table(summaries: list[PolicySummary]) -> str:
     """A Markdown table: ours vs published seed-mean at the checkpoints, max |Δ|, exact k/n, gate."""
-    head = ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "frag exact", "gate"]
+    head = (
+        ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "frag exact", "gate"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summaries:
         cells = [s.workload.removeprefix("openb_pod_list_"), s.policy]
         cells += [f"{s.ours_mean[x]:.2f} / {s.published_mean[x]:.2f}" for x in CHECKPOINTS]
-        cells += [f"{s.max_abs_diff:.2f}", f"{s.exact_runs}/{s.seeds}",
-                  f"{s.frag_exact_runs}/{s.seeds}", "pass" if s.passed else "FAIL"]
+        cells += [
+            f"{s.max_abs_diff:.2f}",
+            f"{s.exact_runs}/{s.seeds}",
+            f"{s.frag_exact_runs}/{s.seeds}",
+            "pass" if s.passed else "FAIL",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -176,21 +205,48 @@ def write_results(checks: list[RunCheck], summaries: list[PolicySummary], folder
     runs_path = folder / "calib_runs.csv"
     with atomic_write(runs_path) as fh:
         out = csv.writer(fh)
-        out.writerow(["workload", "policy", "seed", "exact", "frag_exact", "max_abs_diff", "failed_pods", "wall_s"]
-                     + [f"ours_{x}" for x in CHECKPOINTS] + [f"published_{x}" for x in CHECKPOINTS])
+        out.writerow(
+            ["workload", "policy", "seed", "exact", "frag_exact", "max_abs_diff", "failed_pods", "wall_s"]
+            + [f"ours_{x}" for x in CHECKPOINTS]
+            + [f"published_{x}" for x in CHECKPOINTS]
+        )
         for c in checks:
-            out.writerow([c.workload, c.policy, c.seed, int(c.exact), int(c.frag_exact), f"{c.max_abs_diff:.4f}", c.failed_pods,
-                          f"{c.wall_s:.3f}"] + [f"{c.curve[x]:.2f}" for x in CHECKPOINTS]
-                         + [f"{c.published[x]:.2f}" for x in CHECKPOINTS])
+            out.writerow(
+                [
+                    c.workload,
+                    c.policy,
+                    c.seed,
+                    int(c.exact),
+                    int(c.frag_exact),
+                    f"{c.max_abs_diff:.4f}",
+                    c.failed_pods,
+                    f"{c.wall_s:.3f}",
+                ]
+                + [f"{c.curve[x]:.2f}" for x in CHECKPOINTS]
+                + [f"{c.published[x]:.2f}" for x in CHECKPOINTS]
+            )
     summary_path = folder / "calib_summary.csv"
     with atomic_write(summary_path) as fh:
         out = csv.writer(fh)
-        out.writerow(["workload", "policy", "seeds", "exact_runs", "frag_exact_runs", "max_abs_diff", "passed"]
-                     + [f"ours_mean_{x}" for x in CHECKPOINTS] + [f"published_mean_{x}" for x in CHECKPOINTS])
+        out.writerow(
+            ["workload", "policy", "seeds", "exact_runs", "frag_exact_runs", "max_abs_diff", "passed"]
+            + [f"ours_mean_{x}" for x in CHECKPOINTS]
+            + [f"published_mean_{x}" for x in CHECKPOINTS]
+        )
         for s in summaries:
-            out.writerow([s.workload, s.policy, s.seeds, s.exact_runs, s.frag_exact_runs, f"{s.max_abs_diff:.4f}", int(s.passed)]
-                         + [f"{s.ours_mean[x]:.4f}" for x in CHECKPOINTS]
-                         + [f"{s.published_mean[x]:.4f}" for x in CHECKPOINTS])
+            out.writerow(
+                [
+                    s.workload,
+                    s.policy,
+                    s.seeds,
+                    s.exact_runs,
+                    s.frag_exact_runs,
+                    f"{s.max_abs_diff:.4f}",
+                    int(s.passed),
+                ]
+                + [f"{s.ours_mean[x]:.4f}" for x in CHECKPOINTS]
+                + [f"{s.published_mean[x]:.4f}" for x in CHECKPOINTS]
+            )
     md_path = folder / "calib_summary.md"
     with atomic_write(md_path) as fh:
         fh.write(format_table(summaries) + "\n")

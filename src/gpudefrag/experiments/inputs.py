@@ -23,8 +23,9 @@ DEFAULT_WORKLOAD = "openb_pod_list_default"
 def pod_batch_from_table(table: PodTable) -> PodBatch:
     """Pods in file order; a shape the placement code does not support is an input error."""
     for i in range(len(table)):
-        problem = check_pod_shape(int(table.cpu_milli[i]), int(table.memory_mib[i]),
-                                  int(table.num_gpu[i]), int(table.gpu_milli[i]))
+        problem = check_pod_shape(
+            int(table.cpu_milli[i]), int(table.memory_mib[i]), int(table.num_gpu[i]), int(table.gpu_milli[i])
+        )
         if problem is not None:
             column, why = problem
             raise InputError(table.source_path or "pod list", why, line=i + 2, column=column)
@@ -42,8 +43,7 @@ def pod_batch_from_table(table: PodTable) -> PodBatch:
 def cluster_from_nodes(nodes: NodeTable, tie_rank: np.ndarray | None = None) -> ClusterState:
     """An empty cluster with the listed nodes (GPU-less nodes get model id 0, never matched)."""
     models = np.array([model_id(m) if m else 0 for m in nodes.models], dtype=np.int64)
-    return ClusterState(nodes.names, models, nodes.gpu_count, nodes.cpu_milli, nodes.memory_mib,
-                        tie_rank)
+    return ClusterState(nodes.names, models, nodes.gpu_count, nodes.cpu_milli, nodes.memory_mib, tie_rank)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from gpudefrag.errors import ConfigError, InputError
 ALLOC_FILE = "fgd-published/analysis_allo_discrete.csv"
 FRAG_FILE = "fgd-published/analysis_frag_discrete.csv"
 COLUMNS = 131
-_KEY_COLUMNS = {ALLOC_FILE: ["workload", "sc_policy", "tune", "seed", "total_gpus"],
-                FRAG_FILE: ["workload", "sc_policy", "tune", "seed"]}
+_KEY_COLUMNS = {
+    ALLOC_FILE: ["workload", "sc_policy", "tune", "seed", "total_gpus"],
+    FRAG_FILE: ["workload", "sc_policy", "tune", "seed"],
+}
 
 
 @lru_cache(maxsize=2)
@@ -39,7 +41,7 @@ def published_curves(relpath: str = ALLOC_FILE) -> dict[tuple[str, str, int], np
                 raise InputError(path, f"expected {len(expected)} fields, found {len(row)}", line=line)
             try:
                 seed = int(row[3])
-                curve = np.array([float(v) if v else np.nan for v in row[len(keys):]], dtype=np.float64)
+                curve = np.array([float(v) if v else np.nan for v in row[len(keys) :]], dtype=np.float64)
             except ValueError as exc:
                 raise InputError(path, f"not a number ({exc})", line=line) from None
             out[(row[0], row[1], seed)] = curve

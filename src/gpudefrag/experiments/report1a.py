@@ -61,8 +61,13 @@ def write_chart(runs: list[VariantRun], path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     names = list(groups)
     cis = [mean_ci([r.curve[130] for r in groups[v]]) for v in names]
-    left.bar(names, [c.mean for c in cis], yerr=[c.half_width for c in cis], capsize=4,
-             color=["#888888" if not v.startswith("solver") else "#3a7dc9" for v in names])
+    left.bar(
+        names,
+        [c.mean for c in cis],
+        yerr=[c.half_width for c in cis],
+        capsize=4,
+        color=["#888888" if not v.startswith("solver") else "#3a7dc9" for v in names],
+    )
     low = min(c.low for c in cis)
     left.set_ylim(low - 0.5, max(c.high for c in cis) + 0.3)
     left.set_ylabel("GPU allocation at 130 % arrived (%)")
@@ -92,26 +97,37 @@ def write_chart(runs: list[VariantRun], path: Path) -> Path:
 def summary_markdown(runs: list[VariantRun], config: Suite1aConfig, wall_s: float) -> str:
     groups = _by_variant(runs)
     seeds = sorted({r.seed for r in runs})
-    lines = [f"# Suite 1a: batch placement vs FGD ({config.workload}, tune 1.3)", "",
-             f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}); the FGD protocol (arrivals never leave, a pod that "
-             "fits nowhere is dropped), with solver variants deciding the next B arrivals jointly.  "
-             f"Solver: CP-SAT, deterministic time {config.solver.deterministic_time} per batch, wall budget "
-             f"{config.solver.time_limit_s} s, {config.solver.workers} worker, seed {config.solver.seed}, "
-             f"top-{config.solver.candidates_per_pod} FGD nodes per pod, patterns of at most "
-             f"{config.solver.max_pattern_size} pods, at most {config.solver.max_patterns_per_node} per node.  "
-             f"Whole suite: {wall_s:.0f} s wall.", ""]
+    lines = [
+        f"# Suite 1a: batch placement vs FGD ({config.workload}, tune 1.3)",
+        "",
+        f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}); the FGD protocol (arrivals never leave, a pod that "
+        "fits nowhere is dropped), with solver variants deciding the next B arrivals jointly.  "
+        f"Solver: CP-SAT, deterministic time {config.solver.deterministic_time} per batch, wall budget "
+        f"{config.solver.time_limit_s} s, {config.solver.workers} worker, seed {config.solver.seed}, "
+        f"top-{config.solver.candidates_per_pod} FGD nodes per pod, patterns of at most "
+        f"{config.solver.max_pattern_size} pods, at most {config.solver.max_patterns_per_node} per node.  "
+        f"Whole suite: {wall_s:.0f} s wall.",
+        "",
+    ]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
-    lines += ["## GPU allocation (% of capacity, mean ± 95 % CI over seeds)", "",
-              "| variant | " + " | ".join(f"{x} %" for x in CHECKPOINTS) + " | dropped pods |",
-              "|---|" + "---|" * (len(CHECKPOINTS) + 1)]
+    lines += [
+        "## GPU allocation (% of capacity, mean ± 95 % CI over seeds)",
+        "",
+        "| variant | " + " | ".join(f"{x} %" for x in CHECKPOINTS) + " | dropped pods |",
+        "|---|" + "---|" * (len(CHECKPOINTS) + 1),
+    ]
     for v, rs in groups.items():
         cells = [mean_ci([r.curve[x] for r in rs]).fmt() for x in CHECKPOINTS]
         lines.append(f"| {v} | " + " | ".join(cells) + f" | {np.mean([r.failed for r in rs]):.0f} |")
     control = groups.get(CONTROL)
     if control:
-        lines += ["", "## Paired difference to FGD (pp; 95 % CI; seeds won / lost)", "",
-                  "| variant | " + " | ".join(f"{x} %" for x in CHECKPOINTS) + " | won / lost at 130 % |",
-                  "|---|" + "---|" * (len(CHECKPOINTS) + 1)]
+        lines += [
+            "",
+            "## Paired difference to FGD (pp; 95 % CI; seeds won / lost)",
+            "",
+            "| variant | " + " | ".join(f"{x} %" for x in CHECKPOINTS) + " | won / lost at 130 % |",
+            "|---|" + "---|" * (len(CHECKPOINTS) + 1),
+        ]
         for v, rs in groups.items():
             if v == CONTROL:
                 continue
@@ -123,10 +139,14 @@ def summary_markdown(runs: list[VariantRun], config: Suite1aConfig, wall_s: floa
             lines.append(f"| {v} | " + " | ".join(cells) + f" | {p130.wins} / {p130.losses} |")
     solver_groups = {v: rs for v, rs in groups.items() if rs[0].batches}
     if solver_groups:
-        lines += ["", "## Solver statistics (all batches of all seeds)", "",
-                  "| variant | batches | solve ms p50 / p99 | decision ms p50 / p99 | solver plan kept | "
-                  "kept for more GPU | kept for less frag | fallbacks by reason | wall-limited |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Solver statistics (all batches of all seeds)",
+            "",
+            "| variant | batches | solve ms p50 / p99 | decision ms p50 / p99 | solver plan kept | "
+            "kept for more GPU | kept for less frag | fallbacks by reason | wall-limited |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for v, rs in solver_groups.items():
             bs = [b for r in rs for b in r.batches]
             solve = np.array([b.solve_wall_s for b in bs]) * 1000
@@ -135,20 +155,26 @@ def summary_markdown(runs: list[VariantRun], config: Suite1aConfig, wall_s: floa
             more_gpu = sum(b.chosen_gpu_milli > b.fgd_gpu_milli for b in kept)
             fb = Counter(b.fallback for b in bs if b.fallback)
             fb_text = ", ".join(f"{k} {n}" for k, n in sorted(fb.items())) or "none"
-            lines.append(f"| {v} | {len(bs)} | {np.percentile(solve, 50):.1f} / {np.percentile(solve, 99):.1f} | "
-                         f"{np.percentile(total, 50):.1f} / {np.percentile(total, 99):.1f} | {len(kept)} | "
-                         f"{more_gpu} | {len(kept) - more_gpu} | {fb_text} | "
-                         f"{sum(b.wall_limited for b in bs)} |")
-        lines += ["", "`not_better`: the solver's plan was valid but not strictly better than FGD's under the "
-                  "exact objective, so FGD's plan was kept (the usual case when FGD's answer is already "
-                  "optimal for the batch).  `wall-limited`: batches where the wall-clock safety net, not the "
-                  "deterministic limit, stopped the solver (such a batch is not bit-reproducible)."]
+            lines.append(
+                f"| {v} | {len(bs)} | {np.percentile(solve, 50):.1f} / {np.percentile(solve, 99):.1f} | "
+                f"{np.percentile(total, 50):.1f} / {np.percentile(total, 99):.1f} | {len(kept)} | "
+                f"{more_gpu} | {len(kept) - more_gpu} | {fb_text} | "
+                f"{sum(b.wall_limited for b in bs)} |"
+            )
+        lines += [
+            "",
+            "`not_better`: the solver's plan was valid but not strictly better than FGD's under the "
+            "exact objective, so FGD's plan was kept (the usual case when FGD's answer is already "
+            "optimal for the batch).  `wall-limited`: batches where the wall-clock safety net, not the "
+            "deterministic limit, stopped the solver (such a batch is not bit-reproducible).",
+        ]
     lines += ["", "![allocation](suite1a.png)", ""]
     return "\n".join(lines)
 
 
-def write_report(runs: list[VariantRun], config: Suite1aConfig, folder: Path, wall_s: float,
-                 diagnosis: str = "") -> list[Path]:
+def write_report(
+    runs: list[VariantRun], config: Suite1aConfig, folder: Path, wall_s: float, diagnosis: str = ""
+) -> list[Path]:
     paths = write_tables(runs, folder)
     paths.append(write_chart(runs, folder / "suite1a.png"))
     md = folder / "report.md"
@@ -176,7 +202,9 @@ def diagnose(runs: list[VariantRun]) -> str:
         kept = [b for b in bs if b.source == "solver"]
         gpu_gain = sum(b.chosen_gpu_milli - b.fgd_gpu_milli for b in kept) / len(rs)
         frag_gain = sum(b.fgd_frag_milli - b.chosen_frag_milli for b in kept) / len(rs)
-        verdict = "wins" if p.diff.low > 0 else "loses" if p.diff.high < 0 else "is not distinguishable from FGD"
+        verdict = (
+            "wins" if p.diff.low > 0 else "loses" if p.diff.high < 0 else "is not distinguishable from FGD"
+        )
         out.append(
             f"- **{v}** {verdict} at 130 % ({p.diff.mean:+.2f} pp, CI [{p.diff.low:+.2f}, {p.diff.high:+.2f}], "
             f"{p.wins} seeds won, {p.losses} lost).  Per seed it kept its own plan in "
@@ -184,5 +212,6 @@ def diagnose(runs: list[VariantRun]) -> str:
             f"inside batches and lowering the touched nodes' fragmentation by {frag_gain:.0f} milli-GPU in total; "
             f"it dropped {dropped:+.1f} pods vs FGD over the run.  A batch decision is only better for its own "
             "batch: lower fragmentation now does not guarantee more allocation later, which is where a "
-            "variant can lose although it never loses a batch.")
+            "variant can lose although it never loses a batch."
+        )
     return "\n".join(out)

@@ -30,8 +30,15 @@ def write_csv(runs: list[Run1b], path: Path) -> Path:
     return path
 
 
-def _paired_cell(runs: list[Run1b], variant: str, load: float, restart_s: float, metric: str,
-                 digits: int = 2, control_restart_s: float | None = None) -> str:
+def _paired_cell(
+    runs: list[Run1b],
+    variant: str,
+    load: float,
+    restart_s: float,
+    metric: str,
+    digits: int = 2,
+    control_restart_s: float | None = None,
+) -> str:
     p = paired_to_control(runs, variant, load, restart_s, metric, control_restart_s)
     if p is None:
         return "n/a"
@@ -41,15 +48,19 @@ def _paired_cell(runs: list[Run1b], variant: str, load: float, restart_s: float,
 def _small_budget(config: Suite1bConfig) -> str:
     if config.small_pods_per_tick <= 0:
         return "pods of one GPU or less share that budget"
-    return (f"plus {config.small_plans_per_tick} plan(s) from {config.small_pods_per_tick} tries "
-            f"for pods of one GPU or less")
+    return (
+        f"plus {config.small_plans_per_tick} plan(s) from {config.small_pods_per_tick} tries "
+        f"for pods of one GPU or less"
+    )
 
 
 def _headroom(config: Suite1bConfig) -> str:
     if config.headroom_fraction <= 0:
         return "no headroom gate"
-    return (f"pods of 2+ GPUs planned for only while {100 * config.headroom_fraction:g} % of the "
-            f"GPUs would stay free with them placed")
+    return (
+        f"pods of 2+ GPUs planned for only while {100 * config.headroom_fraction:g} % of the "
+        f"GPUs would stay free with them placed"
+    )
 
 
 def _runtimes(config: Suite1bConfig) -> str:
@@ -61,89 +72,145 @@ def _runtimes(config: Suite1bConfig) -> str:
 def _solver(config: Suite1bConfig) -> str:
     cfg = config.solver
     first = f"a session's first batch of up to {SOLVER_BATCH_PODS} pods goes to the placer"
-    lone = (f"{first}, a lone pod too" if cfg.min_solver_batch <= 1
-            else f"{first} if it has {cfg.min_solver_batch}+ pods")
-    penalty = (f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
-               if cfg.idle_node_penalty_milli > 0 else "no idle-node penalty")
+    lone = (
+        f"{first}, a lone pod too"
+        if cfg.min_solver_batch <= 1
+        else f"{first} if it has {cfg.min_solver_batch}+ pods"
+    )
+    penalty = (
+        f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
+        if cfg.idle_node_penalty_milli > 0
+        else "no idle-node penalty"
+    )
     keep = "keeps every pod FGD places" if cfg.keep_fgd_pods else "may drop pods FGD places"
-    protect = (f"every batch keeps off the node closest to fitting each of the first "
-               f"{cfg.protect_blocked} blocked pod(s) of {cfg.protect_min_gpus}+ GPUs while it fits "
-               f"elsewhere" if cfg.protect_blocked > 0 else "no node protected for blocked pods")
+    protect = (
+        f"every batch keeps off the node closest to fitting each of the first "
+        f"{cfg.protect_blocked} blocked pod(s) of {cfg.protect_min_gpus}+ GPUs while it fits "
+        f"elsewhere"
+        if cfg.protect_blocked > 0
+        else "no node protected for blocked pods"
+    )
     return f"{lone}, {penalty}, {keep}, {protect}"
 
 
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
-    lines = [f"# Suite 1b: {title}", "",
-             f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
-             f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
-             f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
-             f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
-             f"({_small_budget(config)}; {_headroom(config)}), "
-             f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}, "
-             f"{_runtimes(config)}; "
-             f"solver: {_solver(config)}.  "
-             f"Whole suite: {wall_s:.0f} s wall.", ""]
+    lines = [
+        f"# Suite 1b: {title}",
+        "",
+        f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
+        f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
+        f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
+        f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
+        f"({_small_budget(config)}; {_headroom(config)}), "
+        f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}, "
+        f"{_runtimes(config)}; "
+        f"solver: {_solver(config)}.  "
+        f"Whole suite: {wall_s:.0f} s wall.",
+        "",
+    ]
     lines += environment_lines(["openb_pod_list_default", "openb_node_list_gpu_node"]) + [""]
     for load in config.loads:
-        lines += [f"## Offered load {load:g}", "",
-                  "| variant | GPU alloc % | idle % on free / shared GPUs | wait p50 / p95 / p99 s | "
-                  "pending at end | stranded 8-GPU | migrations | GPU-h lost | decision p99 ms | "
-                  "GPU-h to 2+ GPU pods / others |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Offered load {load:g}",
+            "",
+            "| variant | GPU alloc % | idle % on free / shared GPUs | wait p50 / p95 / p99 s | "
+            "pending at end | stranded 8-GPU | migrations | GPU-h lost | decision p99 ms | "
+            "GPU-h to 2+ GPU pods / others |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for v in config.variants:
             rs = _select(runs, v, load, config.restart_s)
             if not rs:
                 continue
             m = {k: np.mean([r.metrics[k] for r in rs]) for k in METRICS}
             alloc = mean_ci([r.metrics["gpu_alloc_pct"] for r in rs])
-            lines.append(f"| {v} | {alloc.fmt()} | {m['gpu_idle_whole_pct']:.1f} / {m['gpu_idle_shared_pct']:.1f} | "
-                         f"{m['wait_p50_s']:.0f} / {m['wait_p95_s']:.0f} / "
-                         f"{m['wait_p99_s']:.0f} | {m['pending_at_end']:.1f} | {m['stranded_8gpu']:.1f} of "
-                         f"{m['eight_gpu_arrived']:.0f} | {m['migrations_executed']:.0f} | {m['gpu_hours_lost']:.1f} | "
-                         f"{1000 * m['decision_latency_p99_s']:.0f} | "
-                         f"{m['gpu_hours_multi_gpu_pods']:.0f} / {m['gpu_hours_other_pods']:.0f} |")
+            lines.append(
+                f"| {v} | {alloc.fmt()} | {m['gpu_idle_whole_pct']:.1f} / {m['gpu_idle_shared_pct']:.1f} | "
+                f"{m['wait_p50_s']:.0f} / {m['wait_p95_s']:.0f} / "
+                f"{m['wait_p99_s']:.0f} | {m['pending_at_end']:.1f} | {m['stranded_8gpu']:.1f} of "
+                f"{m['eight_gpu_arrived']:.0f} | {m['migrations_executed']:.0f} | {m['gpu_hours_lost']:.1f} | "
+                f"{1000 * m['decision_latency_p99_s']:.0f} | "
+                f"{m['gpu_hours_multi_gpu_pods']:.0f} / {m['gpu_hours_other_pods']:.0f} |"
+            )
         control = _select(runs, CONTROL, load, config.restart_s)
         if control:
-            lines += ["", "Paired difference to FGD, mean [95 % CI]:", "",
-                      "| variant | GPU alloc pp | useful alloc pp | wait p95 s | stranded 8-GPU | "
-                      "seeds won / lost (alloc) |",
-                      "|---|---|---|---|---|---|"]
+            lines += [
+                "",
+                "Paired difference to FGD, mean [95 % CI]:",
+                "",
+                "| variant | GPU alloc pp | useful alloc pp | wait p95 s | stranded 8-GPU | "
+                "seeds won / lost (alloc) |",
+                "|---|---|---|---|---|---|",
+            ]
             for v in config.variants:
-                p = None if v == CONTROL else paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
+                p = (
+                    None
+                    if v == CONTROL
+                    else paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
+                )
                 if p is None:  # FGD itself, or a variant not run with FGD at this load
                     continue
-                cells = [_paired_cell(runs, v, load, config.restart_s, m, d)
-                         for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0),
-                                      ("stranded_8gpu", 1))]
+                cells = [
+                    _paired_cell(runs, v, load, config.restart_s, m, d)
+                    for m, d in (
+                        ("gpu_alloc_pct", 2),
+                        ("gpu_useful_pct", 2),
+                        ("wait_p95_s", 0),
+                        ("stranded_8gpu", 1),
+                    )
+                ]
                 lines.append(f"| {v} | {' | '.join(cells)} | {p.wins} / {p.losses} |")
         lines.append("")
-    sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
+    sweep = sorted(
+        {r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load}
+    )
     control = _select(runs, CONTROL, config.sweep_load, config.restart_s)
     if len(sweep) > 1 and control:
-        lines += [f"## Restart-time sweep ({config.sweep_variant}, load {config.sweep_load:g})", "",
-                  "| restart s | GPU alloc minus FGD pp | useful alloc minus FGD pp | migrations | GPU-h lost | "
-                  "wait p95 minus FGD s |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"## Restart-time sweep ({config.sweep_variant}, load {config.sweep_load:g})",
+            "",
+            "| restart s | GPU alloc minus FGD pp | useful alloc minus FGD pp | migrations | GPU-h lost | "
+            "wait p95 minus FGD s |",
+            "|---|---|---|---|---|---|",
+        ]
         for rs_s in sweep:
             rs = _select(runs, config.sweep_variant, config.sweep_load, rs_s)
-            alloc, useful, wait = (_paired_cell(runs, config.sweep_variant, config.sweep_load, rs_s, m, d,
-                                                control_restart_s=config.restart_s)
-                                   for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0)))
-            lines.append(f"| {rs_s:g} | {alloc} | {useful} | "
-                         f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
-                         f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait} |")
+            alloc, useful, wait = (
+                _paired_cell(
+                    runs,
+                    config.sweep_variant,
+                    config.sweep_load,
+                    rs_s,
+                    m,
+                    d,
+                    control_restart_s=config.restart_s,
+                )
+                for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0))
+            )
+            lines.append(
+                f"| {rs_s:g} | {alloc} | {useful} | "
+                f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
+                f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait} |"
+            )
         lines.append("")
     lines += bars1b.markdown_lines(runs, config)
-    lines += ["![allocation](suite1b.png)", "",
-              "Each point below is one seed: allocation gained over FGD against p95 wait added; the "
-              "shaded box is where the defrag bar asks a variant's mean to land (load 1.0).", "",
-              f"![trade-off]({TRADEOFF_PNG})", ""]
+    lines += [
+        "![allocation](suite1b.png)",
+        "",
+        "Each point below is one seed: allocation gained over FGD against p95 wait added; the "
+        "shaded box is where the defrag bar asks a variant's mean to land (load 1.0).",
+        "",
+        f"![trade-off]({TRADEOFF_PNG})",
+        "",
+    ]
     for load in config.loads:
         fit = tradeoff_slope(runs, config, load)
         if fit is not None:
-            lines.append(f"- Load {load:.1f}: over every variant and seed, each +1 pp of allocation over FGD came "
-                         f"with {fit[0]:+.0f} s of p95 wait (least squares, R² {fit[1]:.2f}, {fit[2]} points).")
+            lines.append(
+                f"- Load {load:.1f}: over every variant and seed, each +1 pp of allocation over FGD came "
+                f"with {fit[0]:+.0f} s of p95 wait (least squares, R² {fit[1]:.2f}, {fit[2]} points)."
+            )
     lines.append("")
     return "\n".join(lines)
 
@@ -163,8 +230,10 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     others = [v for v in config.variants if v != CONTROL]
     width = 0.8 / max(len(others), 1)
-    for ax, metric, label in ((axes[0], "gpu_alloc_pct", "GPU allocation minus FGD (pp)"),
-                              (axes[1], "wait_p95_s", "wait p95 minus FGD (s)")):
+    for ax, metric, label in (
+        (axes[0], "gpu_alloc_pct", "GPU allocation minus FGD (pp)"),
+        (axes[1], "wait_p95_s", "wait p95 minus FGD (s)"),
+    ):
         for k, v in enumerate(others):
             means, errs = [], []
             for load in config.loads:
@@ -183,14 +252,29 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     axes[0].legend(fontsize=8)
     axes[0].set_title("Allocation vs FGD (paired, 95 % CI)")
     axes[1].set_title("p95 wait vs FGD (paired, 95 % CI)")
-    sweep = sorted({r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load})
-    for metric, label in (("gpu_alloc_pct", "allocation"), ("gpu_useful_pct", "net of the GPU time migrations waste")):
-        diffs = [paired_to_control(runs, config.sweep_variant, config.sweep_load, s, metric,
-                                   control_restart_s=config.restart_s) for s in sweep]
+    sweep = sorted(
+        {r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load}
+    )
+    for metric, label in (
+        ("gpu_alloc_pct", "allocation"),
+        ("gpu_useful_pct", "net of the GPU time migrations waste"),
+    ):
+        diffs = [
+            paired_to_control(
+                runs, config.sweep_variant, config.sweep_load, s, metric, control_restart_s=config.restart_s
+            )
+            for s in sweep
+        ]
         diffs = [p.diff for p in diffs if p is not None]
         if sweep and len(diffs) == len(sweep):
-            axes[2].errorbar(sweep, [d.mean for d in diffs], yerr=[d.half_width for d in diffs], marker="o",
-                             capsize=3, label=label)
+            axes[2].errorbar(
+                sweep,
+                [d.mean for d in diffs],
+                yerr=[d.half_width for d in diffs],
+                marker="o",
+                capsize=3,
+                label=label,
+            )
     if axes[2].lines:
         axes[2].legend(fontsize=8)
         axes[2].axhline(0, color="black", linewidth=0.8)
@@ -211,7 +295,9 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _variant_points(runs: list[Run1b], variant: str, load: float, restart_s: float) -> tuple[list[float], list[float]]:
+def _variant_points(
+    runs: list[Run1b], variant: str, load: float, restart_s: float
+) -> tuple[list[float], list[float]]:
     """``variant``'s allocation gained (pp) and p95 wait added (s) over FGD, one pair per seed."""
     alloc = per_seed_differences(runs, variant, load, restart_s, "gpu_alloc_pct")
     wait = per_seed_differences(runs, variant, load, restart_s, "wait_p95_s")
@@ -242,7 +328,7 @@ def tradeoff_slope(runs: list[Run1b], config: Suite1bConfig, load: float) -> tup
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (slope * x + intercept)
     total = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float((resid ** 2).sum()) / total if total > 0 else 1.0
+    r2 = 1.0 - float((resid**2).sum()) / total if total > 0 else 1.0
     return float(slope), r2, len(x)
 
 
@@ -261,12 +347,20 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
                 continue
             colour = colours[k % len(colours)]
             ax.scatter(x, y, s=18, alpha=0.55, color=colour)
-            ax.scatter([np.mean(x)], [np.mean(y)], s=110, marker="D", edgecolor="black", color=colour, label=v)
+            ax.scatter(
+                [np.mean(x)], [np.mean(y)], s=110, marker="D", edgecolor="black", color=colour, label=v
+            )
         if load == bars1b.DEFRAG_LOAD:
             x_hi = max(ax.get_xlim()[1], bars1b.DEFRAG_MIN_GAIN_PP + 0.5)
             y_lo = min(ax.get_ylim()[0], -10.0)
-            ax.fill_between([bars1b.DEFRAG_MIN_GAIN_PP, x_hi], y_lo, bars1b.DEFRAG_MAX_P95_WAIT_S,
-                            color="green", alpha=0.12, label="defrag bar (mean)")
+            ax.fill_between(
+                [bars1b.DEFRAG_MIN_GAIN_PP, x_hi],
+                y_lo,
+                bars1b.DEFRAG_MAX_P95_WAIT_S,
+                color="green",
+                alpha=0.12,
+                label="defrag bar (mean)",
+            )
             ax.set_xlim(right=x_hi)
             ax.set_ylim(bottom=y_lo)
         ax.axhline(0, color="black", linewidth=0.8)
@@ -278,10 +372,15 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
     return _save(fig, path)
 
 
-def write_report(runs: list[Run1b], config: Suite1bConfig, folder: Path, wall_s: float, title: str) -> list[Path]:
+def write_report(
+    runs: list[Run1b], config: Suite1bConfig, folder: Path, wall_s: float, title: str
+) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [write_csv(runs, folder / "results.csv"), write_chart(runs, config, folder / "suite1b.png"),
-             write_tradeoff_chart(runs, config, folder / TRADEOFF_PNG)]
+    paths = [
+        write_csv(runs, folder / "results.csv"),
+        write_chart(runs, config, folder / "suite1b.png"),
+        write_tradeoff_chart(runs, config, folder / TRADEOFF_PNG),
+    ]
     md = folder / "report.md"
     with atomic_write(md) as fh:
         fh.write(markdown(runs, config, wall_s, title))

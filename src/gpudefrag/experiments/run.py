@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gpudefrag.experiments.atomic import atomic_write
 from gpudefrag.experiments.discretize import discretize, discretize_frag
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
-from gpudefrag.experiments.atomic import atomic_write
 from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.arrival import ArrivalResult, run_arrivals
@@ -32,9 +32,14 @@ class RunOutput:
     node_names: tuple[str, ...]
 
 
-def run_experiment(workload: str = DEFAULT_WORKLOAD, policy: str = "fgd", seed: int = 42,
-                   tune_ratio: float = DEFAULT_TUNE_RATIO, with_frag: bool = False,
-                   on_progress: Callable[[int], None] | None = None) -> RunOutput:
+def run_experiment(
+    workload: str = DEFAULT_WORKLOAD,
+    policy: str = "fgd",
+    seed: int = 42,
+    tune_ratio: float = DEFAULT_TUNE_RATIO,
+    with_frag: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunOutput:
     """Run one (workload, policy, seed) experiment of FGD's arrival-only protocol."""
     inputs = workload_inputs(workload)
     prepared = prepare_run(inputs.pods, inputs.nodes.names, inputs.gpu_capacity_milli, seed, tune_ratio)
@@ -59,19 +64,43 @@ def write_run(output: RunOutput, folder: Path) -> list[Path]:
         out.writerow(["arrived_pct", "alloc_pct", "frag_pct"])
         for x, value in enumerate(output.curve):
             frag = output.frag_curve[x] if output.frag_curve is not None else np.nan
-            out.writerow([x, "" if np.isnan(value) else f"{value:.2f}", "" if np.isnan(frag) else f"{frag:.2f}"])
+            out.writerow(
+                [x, "" if np.isnan(value) else f"{value:.2f}", "" if np.isnan(frag) else f"{frag:.2f}"]
+            )
     decisions_path = folder / "decisions.csv"
     arrivals, result = output.prepared.arrivals, output.result
     with atomic_write(decisions_path) as fh:
         out = csv.writer(fh)
-        out.writerow(["seq", "pod", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "node", "gpus",
-                      "used_gpu_milli", "arrived_gpu_milli"])
+        out.writerow(
+            [
+                "seq",
+                "pod",
+                "cpu_milli",
+                "memory_mib",
+                "num_gpu",
+                "gpu_milli",
+                "node",
+                "gpus",
+                "used_gpu_milli",
+                "arrived_gpu_milli",
+            ]
+        )
         for i in range(len(arrivals)):
             node = int(result.node[i])
             mask = int(result.gpu_mask[i])
             gpus = "|".join(str(g) for g in range(8) if mask >> g & 1)
-            out.writerow([i, arrivals.names[i], int(arrivals.cpu_milli[i]), int(arrivals.memory_mib[i]),
-                          int(arrivals.num_gpu[i]), int(arrivals.gpu_milli[i]),
-                          output.node_names[node] if node >= 0 else "", gpus,
-                          int(result.used_gpu_milli[i]), int(result.arrived_gpu_milli[i])])
+            out.writerow(
+                [
+                    i,
+                    arrivals.names[i],
+                    int(arrivals.cpu_milli[i]),
+                    int(arrivals.memory_mib[i]),
+                    int(arrivals.num_gpu[i]),
+                    int(arrivals.gpu_milli[i]),
+                    output.node_names[node] if node >= 0 else "",
+                    gpus,
+                    int(result.used_gpu_milli[i]),
+                    int(result.arrived_gpu_milli[i]),
+                ]
+            )
     return [curve_path, decisions_path]

@@ -54,8 +54,9 @@ def _decisions_hash(node: np.ndarray, gpu_mask: np.ndarray) -> str:
     return hashlib.sha256(node.tobytes() + gpu_mask.tobytes()).hexdigest()
 
 
-def run_variant(variant: str, seed: int, workload: str, solver: SolverConfig,
-                limit_pods: int | None = None) -> VariantRun:
+def run_variant(
+    variant: str, seed: int, workload: str, solver: SolverConfig, limit_pods: int | None = None
+) -> VariantRun:
     """One (variant, seed) run; ``limit_pods`` truncates the arrivals (tests, smoke runs)."""
     inputs = workload_inputs(workload)
     prepared = prepare_run(inputs.pods, inputs.nodes.names, inputs.gpu_capacity_milli, seed)
@@ -70,8 +71,15 @@ def run_variant(variant: str, seed: int, workload: str, solver: SolverConfig,
     else:
         result = run_arrivals(state, arrivals, make_policy(variant, inputs.typical, seed))
     curve = discretize(result.used_gpu_milli, result.arrived_gpu_milli, inputs.nodes.total_gpus)
-    return VariantRun(variant, seed, curve, result.failed, result.wall_s,
-                      _decisions_hash(result.node, result.gpu_mask), batches)
+    return VariantRun(
+        variant,
+        seed,
+        curve,
+        result.failed,
+        result.wall_s,
+        _decisions_hash(result.node, result.gpu_mask),
+        batches,
+    )
 
 
 def _task(args: tuple[str, int, str, SolverConfig]) -> VariantRun:

@@ -30,11 +30,25 @@ from gpudefrag.workloads.synthetic import durations_from_table, make_workload, s
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
 SOLVER_BATCH_PODS = 16
 """Pods per solver batch; only a session's first batch is solved, later ones take FGD's plan."""
-TIMED_METRICS = ("gpu_alloc_pct", "gpu_useful_pct", "gpu_idle_whole_pct", "gpu_idle_shared_pct",
-                 "wait_p50_s", "wait_p95_s", "wait_p99_s", "pending_at_end", "stranded_8gpu", "eight_gpu_arrived",
-                 "migrations_executed", "migrations_aborted", "gpu_hours_lost",
-                 "decision_latency_p99_s", "bind_conflicts", "reservations_made",
-                 "reservations_fulfilled")
+TIMED_METRICS = (
+    "gpu_alloc_pct",
+    "gpu_useful_pct",
+    "gpu_idle_whole_pct",
+    "gpu_idle_shared_pct",
+    "wait_p50_s",
+    "wait_p95_s",
+    "wait_p99_s",
+    "pending_at_end",
+    "stranded_8gpu",
+    "eight_gpu_arrived",
+    "migrations_executed",
+    "migrations_aborted",
+    "gpu_hours_lost",
+    "decision_latency_p99_s",
+    "bind_conflicts",
+    "reservations_made",
+    "reservations_fulfilled",
+)
 RUNTIME_ESTIMATES = ("oracle", "history")
 METRICS = TIMED_METRICS + ("gpu_hours_multi_gpu_pods", "gpu_hours_other_pods")
 
@@ -55,8 +69,9 @@ class Suite1bConfig:
     # p95-wait cost among the settings tried; without the headroom gate below none kept p95
     # within +60 s at +1 pp).  Four plans and 16 tries per tick did better on 42-46 but pushed
     # the whole suite past 45 minutes.
-    planner: PlannerConfig = field(default_factory=lambda: PlannerConfig(
-        max_moves=8, margin=0.5, start_delay_s=30.0, harm_weight=1.0))
+    planner: PlannerConfig = field(
+        default_factory=lambda: PlannerConfig(max_moves=8, margin=0.5, start_delay_s=30.0, harm_weight=1.0)
+    )
     tick_interval_s: float = 30.0
     replan_after_s: float = 120.0
     plans_per_tick: int = 2
@@ -100,9 +115,15 @@ class Suite1bConfig:
     # gave +0.27 / +0.06 / +0.05: the protection carries load 0.9, the solve loads 1.0-1.1.
     # Run after the choice, without / with protection: seeds 47-56 +0.03 / -0.00 / +0.13 and
     # +0.25 / +0.21 / +0.13; seeds 67-76 -0.06 / +0.05 / +0.13 and +0.34 / -0.06 / +0.19.
-    solver: SolverConfig = field(default_factory=lambda: SolverConfig(
-        min_solver_batch=2, deterministic_time=0.005, candidates_per_pod=6, max_patterns_per_node=24,
-        protect_blocked=8))
+    solver: SolverConfig = field(
+        default_factory=lambda: SolverConfig(
+            min_solver_batch=2,
+            deterministic_time=0.005,
+            candidates_per_pod=6,
+            max_patterns_per_node=24,
+            protect_blocked=8,
+        )
+    )
     decision_latency_s: float = 0.05
     # What the defragmenter knows of run times: "oracle" = each pod's true run time (the
     # simulator's), "history" = only the run-time distribution of the workload (a running
@@ -119,8 +140,10 @@ class Suite1bConfig:
 
     def __post_init__(self) -> None:
         if self.runtime_estimates not in RUNTIME_ESTIMATES:
-            raise ConfigError(f"runtime_estimates={self.runtime_estimates!r}: expected one of "
-                              f"{', '.join(RUNTIME_ESTIMATES)}")
+            raise ConfigError(
+                f"runtime_estimates={self.runtime_estimates!r}: expected one of "
+                f"{', '.join(RUNTIME_ESTIMATES)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -136,8 +159,10 @@ class Run1b:
 
 def select_runs(runs: list[Run1b], variant: str, load: float, restart_s: float) -> list[Run1b]:
     """The runs of one (variant, load, restart time), by seed."""
-    return sorted((r for r in runs if r.variant == variant and r.load == load and r.restart_s == restart_s),
-                  key=lambda r: r.seed)
+    return sorted(
+        (r for r in runs if r.variant == variant and r.load == load and r.restart_s == restart_s),
+        key=lambda r: r.seed,
+    )
 
 
 @lru_cache(maxsize=4)
@@ -148,11 +173,17 @@ def _durations(workload: str) -> np.ndarray:
 def scenario(config: Suite1bConfig, load: float, seed: int):
     """The cluster and arrivals of one (load, seed): identical for every variant."""
     inputs = workload_inputs(config.workload)
-    rng = np.random.default_rng([seed, int(round(load * 1000))])
+    rng = np.random.default_rng([seed, round(load * 1000)])
     nodes = sample_cluster(inputs.nodes, config.n_nodes, rng)
     cluster = cluster_from_nodes(nodes)
-    workload = make_workload(inputs.pods, _durations(config.workload), cluster.gpu_capacity_milli, load,
-                             config.horizon_h * 3600.0, rng)
+    workload = make_workload(
+        inputs.pods,
+        _durations(config.workload),
+        cluster.gpu_capacity_milli,
+        load,
+        config.horizon_h * 3600.0,
+        rng,
+    )
     return inputs, cluster, workload
 
 
@@ -162,23 +193,28 @@ def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart
     latency = LatencyModel.constant(config.decision_latency_s)
     if base == "solver":
         placer = BatchPlacer(inputs.typical, config.solver)
-        scheduler = BatchScheduler(placer, SOLVER_BATCH_PODS,
-                                   LatencyModel.deterministic(base_s=config.decision_latency_s),
-                                   solver_batches=1)
+        scheduler = BatchScheduler(
+            placer,
+            SOLVER_BATCH_PODS,
+            LatencyModel.deterministic(base_s=config.decision_latency_s),
+            solver_batches=1,
+        )
     else:
         scheduler = PolicyScheduler(make_policy(base, inputs.typical, seed), latency)
     defrag = None
     if extra == "defrag":
         planner = replace(config.planner, restart_s=restart_s)
-        defrag = DefragController(DefragPlanner(planner), tick_interval_s=config.tick_interval_s,
-                                  replan_after_s=config.replan_after_s,
-                                  plans_per_tick=config.plans_per_tick,
-                                  blocked_pods_per_tick=config.blocked_pods_per_tick,
-                                  small_pods_per_tick=config.small_pods_per_tick,
-                                  small_plans_per_tick=config.small_plans_per_tick,
-                                  headroom_fraction=config.headroom_fraction,
-                                  runtimes=(ResidualLife(workload.duration_s)
-                                            if config.runtime_estimates == "history" else None))
+        defrag = DefragController(
+            DefragPlanner(planner),
+            tick_interval_s=config.tick_interval_s,
+            replan_after_s=config.replan_after_s,
+            plans_per_tick=config.plans_per_tick,
+            blocked_pods_per_tick=config.blocked_pods_per_tick,
+            small_pods_per_tick=config.small_pods_per_tick,
+            small_plans_per_tick=config.small_plans_per_tick,
+            headroom_fraction=config.headroom_fraction,
+            runtimes=(ResidualLife(workload.duration_s) if config.runtime_estimates == "history" else None),
+        )
     result = run_timed(cluster, workload, scheduler, defrag, TimedConfig(restart_s=restart_s))
     metrics = {m: float(getattr(result, m)) for m in TIMED_METRICS}
     metrics.update(gpu_hours_by_pod_size(result, workload))
@@ -198,8 +234,10 @@ def gpu_hours_by_pod_size(result, workload) -> dict[str, float]:
     gpus = workload.pods.num_gpu * workload.pods.gpu_milli / 1000.0
     gpu_h = held_s * gpus / 3600.0
     multi = workload.pods.num_gpu >= 2
-    return {"gpu_hours_multi_gpu_pods": float(gpu_h[multi].sum()),
-            "gpu_hours_other_pods": float(gpu_h[~multi].sum())}
+    return {
+        "gpu_hours_multi_gpu_pods": float(gpu_h[multi].sum()),
+        "gpu_hours_other_pods": float(gpu_h[~multi].sum()),
+    }
 
 
 def _task(args) -> Run1b:
@@ -207,11 +245,20 @@ def _task(args) -> Run1b:
 
 
 def tasks(config: Suite1bConfig) -> list[tuple]:
-    main = [(config, v, load, s, config.restart_s) for load in config.loads for v in config.variants
-            for s in config.seeds]
-    sweep = [(config, config.sweep_variant, config.sweep_load, s, r) for r in config.sweep_restart_s
-             if r != config.restart_s or config.sweep_load not in config.loads
-             or config.sweep_variant not in config.variants for s in config.seeds]
+    main = [
+        (config, v, load, s, config.restart_s)
+        for load in config.loads
+        for v in config.variants
+        for s in config.seeds
+    ]
+    sweep = [
+        (config, config.sweep_variant, config.sweep_load, s, r)
+        for r in config.sweep_restart_s
+        if r != config.restart_s
+        or config.sweep_load not in config.loads
+        or config.sweep_variant not in config.variants
+        for s in config.seeds
+    ]
     return main + sweep
 
 

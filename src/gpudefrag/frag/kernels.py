@@ -81,8 +81,22 @@ def fgd_score(delta_milli):
 
 
 @njit(cache=True, _nrt=False)
-def fgd_node_score(cpu_left, gpu_left, gpu_count, model, f0, pod_cpu, pod_num, pod_milli,
-                   tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq, scratch):
+def fgd_node_score(
+    cpu_left,
+    gpu_left,
+    gpu_count,
+    model,
+    f0,
+    pod_cpu,
+    pod_num,
+    pod_milli,
+    tp_cpu,
+    tp_gpu,
+    tp_num,
+    tp_mask,
+    tp_freq,
+    scratch,
+):
     """FGD's score of one node for one pod, and the GPU a sharing pod would take (-1 otherwise).
 
     Sharing pods: the best truncated score over GPUs with ``left >= milli``, lowest index on ties
@@ -122,7 +136,7 @@ def fgd_node_score(cpu_left, gpu_left, gpu_count, model, f0, pod_cpu, pod_num, p
         while taken < pod_num:
             pick = -1
             for g in range(gpu_count):
-                if scratch[g] >= pod_milli and scratch[g] == gpu_left[g]:
+                if scratch[g] >= pod_milli and scratch[g] == gpu_left[g]:  # noqa: SIM102
                     if pick < 0 or scratch[g] < scratch[pick]:
                         pick = g
             if pick < 0:
@@ -134,14 +148,27 @@ def fgd_node_score(cpu_left, gpu_left, gpu_count, model, f0, pod_cpu, pod_num, p
 
 
 @njit(cache=True)
-def refresh_frag(cpu_left, gpu_left, gpu_count, model, version, frag, frag_version,
-                 tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq):
+def refresh_frag(
+    cpu_left,
+    gpu_left,
+    gpu_count,
+    model,
+    version,
+    frag,
+    frag_version,
+    tp_cpu,
+    tp_gpu,
+    tp_num,
+    tp_mask,
+    tp_freq,
+):
     """Recompute ``frag[n]`` for every node whose version changed; returns how many changed."""
     changed = 0
     for n in range(cpu_left.shape[0]):
         if frag_version[n] != version[n]:
-            frag[n] = node_frag_milli(cpu_left[n], gpu_left[n], gpu_count[n], model[n],
-                                      tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq)
+            frag[n] = node_frag_milli(
+                cpu_left[n], gpu_left[n], gpu_count[n], model[n], tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq
+            )
             frag_version[n] = version[n]
             changed += 1
     return changed

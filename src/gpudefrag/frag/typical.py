@@ -41,14 +41,24 @@ class TypicalPods:
 
     def rows(self) -> list[tuple[int, int, int, str, int, float]]:
         """(cpu_milli, gpu_milli, num_gpu, gpu_spec, count, freq) per typical pod."""
-        return [(int(self.cpu_milli[i]), int(self.gpu_milli[i]), int(self.num_gpu[i]),
-                 self.gpu_spec[i], int(self.count[i]), float(self.freq[i])) for i in range(len(self))]
+        return [
+            (
+                int(self.cpu_milli[i]),
+                int(self.gpu_milli[i]),
+                int(self.num_gpu[i]),
+                self.gpu_spec[i],
+                int(self.count[i]),
+                float(self.freq[i]),
+            )
+            for i in range(len(self))
+        ]
 
 
 def typical_pods(pods: PodBatch, threshold_percent: int = POPULARITY_THRESHOLD_PERCENT) -> TypicalPods:
     """Typical pods of an original (untuned) workload, as the module docstring states."""
     counts: Counter[tuple[int, int, int, str]] = Counter(
-        zip(pods.cpu_milli.tolist(), pods.gpu_milli.tolist(), pods.num_gpu.tolist(), pods.gpu_spec))
+        zip(pods.cpu_milli.tolist(), pods.gpu_milli.tolist(), pods.num_gpu.tolist(), pods.gpu_spec)
+    )
     total = float(len(pods))
     ordered = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
     expected = threshold_percent * total / 100
@@ -84,5 +94,12 @@ def gpu_weighted(typical: TypicalPods) -> TypicalPods:
     total = weight.sum()
     if total <= 0:
         raise ValueError("no GPU class among the typical pods")
-    return TypicalPods(typical.cpu_milli, typical.gpu_milli, typical.num_gpu, typical.gpu_model_mask,
-                       weight / total, typical.count, typical.gpu_spec)
+    return TypicalPods(
+        typical.cpu_milli,
+        typical.gpu_milli,
+        typical.num_gpu,
+        typical.gpu_model_mask,
+        weight / total,
+        typical.count,
+        typical.gpu_spec,
+    )

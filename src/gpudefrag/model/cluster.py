@@ -35,6 +35,7 @@ def _next_version() -> int:
         _VERSION_STATE["counter"] = itertools.count((pid << 40) + 1)
     return next(_VERSION_STATE["counter"])
 
+
 AFFINITY_TAGS = MAX_GPUS_PER_NODE + 1
 """GpuClustering tags: 0 = ``share-gpu``; k = ``k-gpu`` (whole GPUs, k = 1..8)."""
 
@@ -73,22 +74,34 @@ class ClusterState:
     ``tie_rank[node]``: lower wins a score tie (FGD's "lowest randomised node name").
     """
 
-    def __init__(self, names: list[str] | tuple[str, ...], model_id: np.ndarray, gpu_count: np.ndarray,
-                 cpu_milli: np.ndarray, memory_mib: np.ndarray, tie_rank: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        names: list[str] | tuple[str, ...],
+        model_id: np.ndarray,
+        gpu_count: np.ndarray,
+        cpu_milli: np.ndarray,
+        memory_mib: np.ndarray,
+        tie_rank: np.ndarray | None = None,
+    ) -> None:
         n = len(names)
         self.names = tuple(names)
         self.model_id = np.asarray(model_id, dtype=np.int64).copy()
         self.gpu_count = np.asarray(gpu_count, dtype=np.int64).copy()
         self.cpu_capacity_milli = np.asarray(cpu_milli, dtype=np.int64).copy()
         self.memory_capacity_mib = np.asarray(memory_mib, dtype=np.int64).copy()
-        for arr, label in ((self.model_id, "model_id"), (self.gpu_count, "gpu_count"),
-                           (self.cpu_capacity_milli, "cpu_milli"), (self.memory_capacity_mib, "memory_mib")):
+        for arr, label in (
+            (self.model_id, "model_id"),
+            (self.gpu_count, "gpu_count"),
+            (self.cpu_capacity_milli, "cpu_milli"),
+            (self.memory_capacity_mib, "memory_mib"),
+        ):
             if arr.shape != (n,):
                 raise ValueError(f"{label} has shape {arr.shape}, expected ({n},)")
         if n and (self.gpu_count.min() < 0 or self.gpu_count.max() > MAX_GPUS_PER_NODE):
             raise ValueError(f"gpu_count must be within 0..{MAX_GPUS_PER_NODE}")
-        self.tie_rank = (np.arange(n, dtype=np.int64) if tie_rank is None
-                         else np.asarray(tie_rank, dtype=np.int64).copy())
+        self.tie_rank = (
+            np.arange(n, dtype=np.int64) if tie_rank is None else np.asarray(tie_rank, dtype=np.int64).copy()
+        )
         self.cpu_milli_left = self.cpu_capacity_milli.copy()
         self.memory_mib_left = self.memory_capacity_mib.copy()
         slots = np.arange(MAX_GPUS_PER_NODE)[None, :]
@@ -191,8 +204,14 @@ class ClusterState:
         """A what-if copy: static arrays shared, dynamic arrays copied (versions kept)."""
         other = object.__new__(ClusterState)
         other.__dict__.update(self.__dict__)
-        for name in ("cpu_milli_left", "memory_mib_left", "gpu_milli_left", "pod_count",
-                     "affinity", "version"):
+        for name in (
+            "cpu_milli_left",
+            "memory_mib_left",
+            "gpu_milli_left",
+            "pod_count",
+            "affinity",
+            "version",
+        ):
             setattr(other, name, getattr(self, name).copy())
         return other
 
@@ -208,6 +227,11 @@ class ClusterState:
 
     def snapshot(self) -> tuple:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
-        return (self.cpu_milli_left.tobytes(), self.memory_mib_left.tobytes(),
-                self.gpu_milli_left.tobytes(), self.pod_count.tobytes(), self.affinity.tobytes(),
-                self.used_gpu_milli)
+        return (
+            self.cpu_milli_left.tobytes(),
+            self.memory_mib_left.tobytes(),
+            self.gpu_milli_left.tobytes(),
+            self.pod_count.tobytes(),
+            self.affinity.tobytes(),
+            self.used_gpu_milli,
+        )

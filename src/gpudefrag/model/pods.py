@@ -57,11 +57,14 @@ class PodSpec:
         return (self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, self.gpu_model_mask)
 
 
-def check_pod_shape(cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int
-                    ) -> tuple[str, str] | None:
+def check_pod_shape(cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int) -> tuple[str, str] | None:
     """``(column, reason)`` when a request is not a supported shape, ``None`` when it is."""
-    for column, value in (("cpu_milli", cpu_milli), ("memory_mib", memory_mib), ("num_gpu", num_gpu),
-                          ("gpu_milli", gpu_milli)):
+    for column, value in (
+        ("cpu_milli", cpu_milli),
+        ("memory_mib", memory_mib),
+        ("num_gpu", num_gpu),
+        ("gpu_milli", gpu_milli),
+    ):
         if value < 0:
             return column, f"{column} must be non-negative, got {value}"
     if num_gpu > MAX_GPUS_PER_NODE:
@@ -94,8 +97,14 @@ class PodBatch:
 
     def pod(self, i: int) -> PodSpec:
         """The i-th pod as a value."""
-        return PodSpec(int(self.cpu_milli[i]), int(self.memory_mib[i]), int(self.num_gpu[i]),
-                       int(self.gpu_milli[i]), int(self.gpu_model_mask[i]), self.names[i])
+        return PodSpec(
+            int(self.cpu_milli[i]),
+            int(self.memory_mib[i]),
+            int(self.num_gpu[i]),
+            int(self.gpu_milli[i]),
+            int(self.gpu_model_mask[i]),
+            self.names[i],
+        )
 
     @property
     def total_gpu_milli(self) -> np.ndarray:
@@ -106,8 +115,10 @@ class PodBatch:
         idx = np.asarray(order, dtype=np.int64)
         return PodBatch(
             names=tuple(names) if names is not None else tuple(self.names[i] for i in idx),
-            cpu_milli=self.cpu_milli[idx], memory_mib=self.memory_mib[idx],
-            num_gpu=self.num_gpu[idx], gpu_milli=self.gpu_milli[idx],
+            cpu_milli=self.cpu_milli[idx],
+            memory_mib=self.memory_mib[idx],
+            num_gpu=self.num_gpu[idx],
+            gpu_milli=self.gpu_milli[idx],
             gpu_model_mask=self.gpu_model_mask[idx],
             gpu_spec=tuple(self.gpu_spec[i] for i in idx),
         )

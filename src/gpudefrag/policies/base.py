@@ -31,7 +31,7 @@ class Policy(ABC):
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
         """Integer score per node, -1 where infeasible."""
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # noqa: B027 (a no-op default, not abstract)
         """Forget per-run memory (caches); called at the start of every run."""
 
 
@@ -47,16 +47,29 @@ class BaselinePolicy(Policy):
         self._kernel_id = kernel_id
 
     def _state_args(self, state: ClusterState) -> tuple:
-        return (state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left, state.gpu_count,
-                state.model_id, state.pod_count, state.affinity)
+        return (
+            state.cpu_milli_left,
+            state.memory_mib_left,
+            state.gpu_milli_left,
+            state.gpu_count,
+            state.model_id,
+            state.pod_count,
+            state.affinity,
+        )
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
-        return bk.score_nodes(self._kernel_id, *self._state_args(state), *pod_args(pod),
-                              max(affinity_tag(pod), 0))
+        return bk.score_nodes(
+            self._kernel_id, *self._state_args(state), *pod_args(pod), max(affinity_tag(pod), 0)
+        )
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
-        node = bk.select_node(self._kernel_id, *self._state_args(state), state.tie_rank,
-                              *pod_args(pod), max(affinity_tag(pod), 0))
+        node = bk.select_node(
+            self._kernel_id,
+            *self._state_args(state),
+            state.tie_rank,
+            *pod_args(pod),
+            max(affinity_tag(pod), 0),
+        )
         if node < 0:
             return None
         gpus = choose_gpus_best(state.gpu_milli_left[node], int(state.gpu_count[node]), pod)

@@ -29,28 +29,82 @@ def _score(policy, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num,
 
 
 @njit(cache=True)
-def score_nodes(policy, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, affinity,
-                pod_cpu, pod_mem, pod_num, pod_milli, pod_mask, pod_tag):
+def score_nodes(
+    policy,
+    cpu_left,
+    mem_left,
+    gpu_left,
+    gpu_count,
+    model,
+    pod_count,
+    affinity,
+    pod_cpu,
+    pod_mem,
+    pod_num,
+    pod_milli,
+    pod_mask,
+    pod_tag,
+):
     """Integer score per node; ``INFEASIBLE`` (-1) where the pod does not fit."""
     n_nodes = cpu_left.shape[0]
     out = np.full(n_nodes, INFEASIBLE, dtype=np.int64)
     for n in range(n_nodes):
-        if node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                         pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
-            out[n] = _score(policy, n, cpu_left, gpu_left, gpu_count, affinity,
-                            pod_cpu, pod_num, pod_milli, pod_tag)
+        if node_feasible(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        ):
+            out[n] = _score(
+                policy, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num, pod_milli, pod_tag
+            )
     return out
 
 
 @njit(cache=True)
-def select_node(policy, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, affinity, rank,
-                pod_cpu, pod_mem, pod_num, pod_milli, pod_mask, pod_tag):
+def select_node(
+    policy,
+    cpu_left,
+    mem_left,
+    gpu_left,
+    gpu_count,
+    model,
+    pod_count,
+    affinity,
+    rank,
+    pod_cpu,
+    pod_mem,
+    pod_num,
+    pod_milli,
+    pod_mask,
+    pod_tag,
+):
     """Feasible node with the highest score, lowest ``rank`` on ties; -1 if none fits."""
     best = -1
     best_score = np.int64(0)
     for n in range(cpu_left.shape[0]):
-        if not node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                             pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
+        if not node_feasible(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        ):
             continue
         s = _score(policy, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num, pod_milli, pod_tag)
         if best < 0 or s > best_score or (s == best_score and rank[n] < rank[best]):

@@ -27,8 +27,13 @@ class FgdPolicy(Policy):
 
     def __init__(self, typical: TypicalPods) -> None:
         self.typical = typical
-        self._tp = (typical.cpu_milli, typical.gpu_milli, typical.num_gpu, typical.gpu_model_mask,
-                    typical.freq)
+        self._tp = (
+            typical.cpu_milli,
+            typical.gpu_milli,
+            typical.num_gpu,
+            typical.gpu_model_mask,
+            typical.freq,
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -60,15 +65,28 @@ class FgdPolicy(Policy):
         old = (self._cache_score, self._cache_gpu, self._cache_version)
         self._alloc(self._n_nodes, width)
         for new, prev in zip((self._cache_score, self._cache_gpu, self._cache_version), old):
-            new[:, :prev.shape[1]] = prev
+            new[:, : prev.shape[1]] = prev
 
     def _args(self, state: ClusterState, key: int, with_rank: bool) -> tuple:
-        head = (state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left, state.gpu_count,
-                state.model_id, state.pod_count, state.version)
+        head = (
+            state.cpu_milli_left,
+            state.memory_mib_left,
+            state.gpu_milli_left,
+            state.gpu_count,
+            state.model_id,
+            state.pod_count,
+            state.version,
+        )
         if with_rank:
             head += (state.tie_rank,)
-        return head + (self._frag, self._frag_version, self._cache_score, self._cache_gpu,
-                       self._cache_version, key)
+        return head + (
+            self._frag,
+            self._frag_version,
+            self._cache_score,
+            self._cache_gpu,
+            self._cache_version,
+            key,
+        )
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
         key = self._ensure(state, pod)
@@ -94,7 +112,16 @@ class FgdPolicy(Policy):
     def node_frag_milli(self, state: ClusterState) -> np.ndarray:
         """Current F(node) of every node (milli-GPU), from the cache where it is fresh."""
         from gpudefrag.frag.kernels import refresh_frag
+
         self._ensure(state, PodSpec(0, 0))
-        refresh_frag(state.cpu_milli_left, state.gpu_milli_left, state.gpu_count, state.model_id,
-                     state.version, self._frag, self._frag_version, *self._tp)
+        refresh_frag(
+            state.cpu_milli_left,
+            state.gpu_milli_left,
+            state.gpu_count,
+            state.model_id,
+            state.version,
+            self._frag,
+            self._frag_version,
+            *self._tp,
+        )
         return self._frag

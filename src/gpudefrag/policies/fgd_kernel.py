@@ -15,17 +15,51 @@ from gpudefrag.policies.filter import node_feasible
 
 
 @njit(cache=True, _nrt=False)
-def _cached_score(n, key, cpu_left, gpu_left, gpu_count, model, version, frag, frag_version,
-                  cache_score, cache_gpu, cache_version, pod_cpu, pod_num, pod_milli,
-                  tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq, scratch):
+def _cached_score(
+    n,
+    key,
+    cpu_left,
+    gpu_left,
+    gpu_count,
+    model,
+    version,
+    frag,
+    frag_version,
+    cache_score,
+    cache_gpu,
+    cache_version,
+    pod_cpu,
+    pod_num,
+    pod_milli,
+    tp_cpu,
+    tp_gpu,
+    tp_num,
+    tp_mask,
+    tp_freq,
+    scratch,
+):
     if cache_version[n, key] != version[n]:
         if frag_version[n] != version[n]:
-            frag[n] = node_frag_milli(cpu_left[n], gpu_left[n], gpu_count[n], model[n],
-                                      tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq)
+            frag[n] = node_frag_milli(
+                cpu_left[n], gpu_left[n], gpu_count[n], model[n], tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq
+            )
             frag_version[n] = version[n]
-        s, g = fgd_node_score(cpu_left[n], gpu_left[n], gpu_count[n], model[n], frag[n],
-                              pod_cpu, pod_num, pod_milli, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
-                              scratch)
+        s, g = fgd_node_score(
+            cpu_left[n],
+            gpu_left[n],
+            gpu_count[n],
+            model[n],
+            frag[n],
+            pod_cpu,
+            pod_num,
+            pod_milli,
+            tp_cpu,
+            tp_gpu,
+            tp_num,
+            tp_mask,
+            tp_freq,
+            scratch,
+        )
         cache_score[n, key] = s
         cache_gpu[n, key] = g
         cache_version[n, key] = version[n]
@@ -33,23 +67,78 @@ def _cached_score(n, key, cpu_left, gpu_left, gpu_count, model, version, frag, f
 
 
 @njit(cache=True)
-def fgd_select(cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, version, rank,
-               frag, frag_version, cache_score, cache_gpu, cache_version, key,
-               pod_cpu, pod_mem, pod_num, pod_milli, pod_mask, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq):
+def fgd_select(
+    cpu_left,
+    mem_left,
+    gpu_left,
+    gpu_count,
+    model,
+    pod_count,
+    version,
+    rank,
+    frag,
+    frag_version,
+    cache_score,
+    cache_gpu,
+    cache_version,
+    key,
+    pod_cpu,
+    pod_mem,
+    pod_num,
+    pod_milli,
+    pod_mask,
+    tp_cpu,
+    tp_gpu,
+    tp_num,
+    tp_mask,
+    tp_freq,
+):
     """(node, gpu): best FGD score, lowest rank on ties; gpu is the sharing pod's GPU (-1 else)."""
     scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
     best = -1
     best_score = np.int64(0)
     for n in range(cpu_left.shape[0]):
-        if not node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                             pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
+        if not node_feasible(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        ):
             continue
         if cache_version[n, key] == version[n]:
             s = cache_score[n, key]
         else:
-            s = _cached_score(n, key, cpu_left, gpu_left, gpu_count, model, version, frag, frag_version,
-                              cache_score, cache_gpu, cache_version, pod_cpu, pod_num, pod_milli,
-                              tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq, scratch)
+            s = _cached_score(
+                n,
+                key,
+                cpu_left,
+                gpu_left,
+                gpu_count,
+                model,
+                version,
+                frag,
+                frag_version,
+                cache_score,
+                cache_gpu,
+                cache_version,
+                pod_cpu,
+                pod_num,
+                pod_milli,
+                tp_cpu,
+                tp_gpu,
+                tp_num,
+                tp_mask,
+                tp_freq,
+                scratch,
+            )
         if best < 0 or s > best_score or (s == best_score and rank[n] < rank[best]):
             best = n
             best_score = s
@@ -59,20 +148,73 @@ def fgd_select(cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, versio
 
 
 @njit(cache=True)
-def fgd_scores(cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, version,
-               frag, frag_version, cache_score, cache_gpu, cache_version, key,
-               pod_cpu, pod_mem, pod_num, pod_milli, pod_mask, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq):
+def fgd_scores(
+    cpu_left,
+    mem_left,
+    gpu_left,
+    gpu_count,
+    model,
+    pod_count,
+    version,
+    frag,
+    frag_version,
+    cache_score,
+    cache_gpu,
+    cache_version,
+    key,
+    pod_cpu,
+    pod_mem,
+    pod_num,
+    pod_milli,
+    pod_mask,
+    tp_cpu,
+    tp_gpu,
+    tp_num,
+    tp_mask,
+    tp_freq,
+):
     """(score per node with -1 where infeasible, sharing-pod GPU per node)."""
     n_nodes = cpu_left.shape[0]
     scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
     scores = np.full(n_nodes, -1, dtype=np.int64)
     gpus = np.full(n_nodes, -1, dtype=np.int64)
     for n in range(n_nodes):
-        if node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                         pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
-            scores[n] = _cached_score(n, key, cpu_left, gpu_left, gpu_count, model, version, frag,
-                                      frag_version, cache_score, cache_gpu, cache_version,
-                                      pod_cpu, pod_num, pod_milli, tp_cpu, tp_gpu, tp_num, tp_mask,
-                                      tp_freq, scratch)
+        if node_feasible(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        ):
+            scores[n] = _cached_score(
+                n,
+                key,
+                cpu_left,
+                gpu_left,
+                gpu_count,
+                model,
+                version,
+                frag,
+                frag_version,
+                cache_score,
+                cache_gpu,
+                cache_version,
+                pod_cpu,
+                pod_num,
+                pod_milli,
+                tp_cpu,
+                tp_gpu,
+                tp_num,
+                tp_mask,
+                tp_freq,
+                scratch,
+            )
             gpus[n] = cache_gpu[n, key]
     return scores, gpus

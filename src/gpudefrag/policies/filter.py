@@ -14,8 +14,20 @@ from gpudefrag.model.constants import MAX_PODS_PER_NODE
 
 
 @njit(cache=True, _nrt=False)
-def node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                  pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
+def node_feasible(
+    n,
+    cpu_left,
+    mem_left,
+    gpu_left,
+    gpu_count,
+    model,
+    pod_count,
+    pod_cpu,
+    pod_mem,
+    pod_num,
+    pod_milli,
+    pod_mask,
+):
     """True when the pod fits node ``n``."""
     if cpu_left[n] < pod_cpu or mem_left[n] < pod_mem or pod_count[n] + 1 > MAX_PODS_PER_NODE:
         return False
@@ -31,12 +43,25 @@ def node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
 
 
 @njit(cache=True)
-def feasible_mask(cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                  pod_cpu, pod_mem, pod_num, pod_milli, pod_mask):
+def feasible_mask(
+    cpu_left, mem_left, gpu_left, gpu_count, model, pod_count, pod_cpu, pod_mem, pod_num, pod_milli, pod_mask
+):
     """Boolean array: which nodes the pod fits."""
     n_nodes = cpu_left.shape[0]
     out = np.zeros(n_nodes, dtype=np.bool_)
     for n in range(n_nodes):
-        out[n] = node_feasible(n, cpu_left, mem_left, gpu_left, gpu_count, model, pod_count,
-                               pod_cpu, pod_mem, pod_num, pod_milli, pod_mask)
+        out[n] = node_feasible(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        )
     return out

@@ -35,7 +35,7 @@ def score(n, gpu_left, gpu_count, pod_num, pod_milli):
     while taken < pod_num:
         pick = -1
         for g in range(count):
-            if (used >> g) & 1 == 0 and gpu_left[n, g] >= pod_milli:
+            if (used >> g) & 1 == 0 and gpu_left[n, g] >= pod_milli:  # noqa: SIM102
                 if pick < 0 or gpu_left[n, g] < gpu_left[n, pick]:
                     pick = g
         if pick < 0:

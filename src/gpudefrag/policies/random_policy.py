@@ -35,8 +35,15 @@ class RandomPolicy(Policy):
         self.reset()
 
     def _mask(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
-        return feasible_mask(state.cpu_milli_left, state.memory_mib_left, state.gpu_milli_left,
-                             state.gpu_count, state.model_id, state.pod_count, *pod_args(pod))
+        return feasible_mask(
+            state.cpu_milli_left,
+            state.memory_mib_left,
+            state.gpu_milli_left,
+            state.gpu_count,
+            state.model_id,
+            state.pod_count,
+            *pod_args(pod),
+        )
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
         """Every feasible node scores 0 (the choice is random, not score-based)."""

@@ -30,8 +30,12 @@ POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 """In the published order: 01-Random, 02-DotProd, 03-GpuClustering, 04-GpuPacking, 05-BestFit, 06-FGD."""
 
 PUBLISHED_LABEL: dict[str, str] = {
-    "random": "01-Random", "dotprod": "02-DotProd", "gpuclustering": "03-GpuClustering",
-    "gpupacking": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD",
+    "random": "01-Random",
+    "dotprod": "02-DotProd",
+    "gpuclustering": "03-GpuClustering",
+    "gpupacking": "04-GpuPacking",
+    "bestfit": "05-BestFit",
+    "fgd": "06-FGD",
 }
 
 DETERMINISTIC_POLICIES: tuple[str, ...] = ("dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd")

@@ -70,13 +70,23 @@ class ArrivalRecorder:
             self.frag_milli[i] = self.frag.total_milli
 
     def result(self) -> ArrivalResult:
-        return ArrivalResult(self.node, self.gpu_mask, self.used, self.arrived, self.frag_milli,
-                             time.perf_counter() - self.started)
+        return ArrivalResult(
+            self.node,
+            self.gpu_mask,
+            self.used,
+            self.arrived,
+            self.frag_milli,
+            time.perf_counter() - self.started,
+        )
 
 
-def run_arrivals(state: ClusterState, arrivals: PodBatch, policy: Policy,
-                 frag: FragTracker | None = None,
-                 on_progress: Callable[[int], None] | None = None) -> ArrivalResult:
+def run_arrivals(
+    state: ClusterState,
+    arrivals: PodBatch,
+    policy: Policy,
+    frag: FragTracker | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> ArrivalResult:
     """Replay ``arrivals`` on ``state`` (mutated) with ``policy``; see the module docstring."""
     rec = ArrivalRecorder(state, arrivals, frag)
     n = len(arrivals)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-
 from gpudefrag.batch.placer import BatchPlacer, BatchStats
 from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.model.cluster import ClusterState
@@ -16,9 +15,14 @@ from gpudefrag.model.pods import PodBatch
 from gpudefrag.sim.arrival import ArrivalRecorder, ArrivalResult
 
 
-def run_batched(state: ClusterState, arrivals: PodBatch, placer: BatchPlacer, batch_size: int,
-                frag: FragTracker | None = None,
-                on_progress: Callable[[int], None] | None = None) -> tuple[ArrivalResult, list[BatchStats]]:
+def run_batched(
+    state: ClusterState,
+    arrivals: PodBatch,
+    placer: BatchPlacer,
+    batch_size: int,
+    frag: FragTracker | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[ArrivalResult, list[BatchStats]]:
     """Replay ``arrivals`` in consecutive batches; returns per-pod results and per-batch stats."""
     rec = ArrivalRecorder(state, arrivals, frag)
     stats: list[BatchStats] = []

@@ -51,9 +51,9 @@ class _Run:
         self.placement = placement
         self.source: Placement | None = None
         self.start_s = now
-        self.progress = 0.0      # work done at ``resumed_at``
+        self.progress = 0.0  # work done at ``resumed_at``
         self.resumed_at = now
-        self.phase = "run"       # run | grace | restart
+        self.phase = "run"  # run | grace | restart
         self.gen = 0
         self.move_id = -1
         self.move_start = 0.0
@@ -89,8 +89,10 @@ class SimView:
     def pending(self) -> list[PendingPod]:
         sim = self._sim
         ids = sorted(list(sim.active) + list(sim.parked_of), key=sim.order_key)
-        return [PendingPod(i, sim.specs[i], float(sim.w.arrival_s[i]), int(sim.w.priority[i]),
-                           i in sim.parked_of) for i in ids]
+        return [
+            PendingPod(i, sim.specs[i], float(sim.w.arrival_s[i]), int(sim.w.priority[i]), i in sim.parked_of)
+            for i in ids
+        ]
 
     @cached_property
     def running(self) -> list[RunningPod]:
@@ -99,12 +101,22 @@ class SimView:
         for i, r in sim.running.items():
             done = r.work_done(now)
             interval, phase = float(w.checkpoint_interval_s[i]), float(w.checkpoint_phase_s[i])
-            out.append(RunningPod(i, r.placement.pod, r.placement.node, r.placement.gpus,
-                                  r.start_s, float(w.duration_s[i]) - done,
-                                  done - _last_checkpoint(done, interval, phase), interval, phase,
-                                  bool(w.do_not_disrupt[i]), r.phase != "run"))
+            out.append(
+                RunningPod(
+                    i,
+                    r.placement.pod,
+                    r.placement.node,
+                    r.placement.gpus,
+                    r.start_s,
+                    float(w.duration_s[i]) - done,
+                    done - _last_checkpoint(done, interval, phase),
+                    interval,
+                    phase,
+                    bool(w.do_not_disrupt[i]),
+                    r.phase != "run",
+                )
+            )
         return out
-
 
 
 def _gpus(r: _Run) -> float:
@@ -122,8 +134,9 @@ class MigrationMixin:
             return None
         self._unbind(r.source)
         done = r.work_done(t)
-        ckpt = _last_checkpoint(done, float(self.w.checkpoint_interval_s[pod]),
-                                float(self.w.checkpoint_phase_s[pod]))
+        ckpt = _last_checkpoint(
+            done, float(self.w.checkpoint_interval_s[pod]), float(self.w.checkpoint_phase_s[pod])
+        )
         if self._in_window(r.move_start):
             g = _gpus(r)
             self.c["gpu_hours_lost_work"] += (done - ckpt) * g / 3600.0

@@ -15,8 +15,9 @@ from gpudefrag.model.pods import PodSpec
 
 
 @njit(cache=True)
-def _shapes_fitting(cpu_left, mem_left, gpu_row, gpu_count, model, pod_count, s_cpu, s_mem,
-                    s_num, s_milli, s_mask, parked):
+def _shapes_fitting(
+    cpu_left, mem_left, gpu_row, gpu_count, model, pod_count, s_cpu, s_mem, s_num, s_milli, s_mask, parked
+):
     """Indices of the shapes with parked pods that fit one node."""
     out = np.empty(s_cpu.shape[0], dtype=np.int64)
     k = 0
@@ -74,7 +75,17 @@ class _Shapes:
     def fitting(self, state: ClusterState, node: int) -> np.ndarray:
         n = len(self.members)
         a = self.arr
-        return _shapes_fitting(int(state.cpu_milli_left[node]), int(state.memory_mib_left[node]),
-                               state.gpu_milli_left[node], int(state.gpu_count[node]),
-                               int(state.model_id[node]), int(state.pod_count[node]),
-                               a[0, :n], a[1, :n], a[2, :n], a[3, :n], a[4, :n], self.parked[:n])
+        return _shapes_fitting(
+            int(state.cpu_milli_left[node]),
+            int(state.memory_mib_left[node]),
+            state.gpu_milli_left[node],
+            int(state.gpu_count[node]),
+            int(state.model_id[node]),
+            int(state.pod_count[node]),
+            a[0, :n],
+            a[1, :n],
+            a[2, :n],
+            a[3, :n],
+            a[4, :n],
+            self.parked[:n],
+        )

@@ -62,8 +62,14 @@ class BatchScheduler:
     pods (``wants_blocked``) and keeps every batch off the nodes protected for them, chosen once
     per session on the snapshot."""
 
-    def __init__(self, placer, batch_size: int = 16, latency: LatencyModel | None = None,
-                 max_pending: int = 256, solver_batches: int | None = None) -> None:
+    def __init__(
+        self,
+        placer,
+        batch_size: int = 16,
+        latency: LatencyModel | None = None,
+        max_pending: int = 256,
+        solver_batches: int | None = None,
+    ) -> None:
         self.placer = placer
         self.solver_batches = solver_batches
         self.batch_size = batch_size
@@ -80,7 +86,7 @@ class BatchScheduler:
         out: list[Placement | None] = [None] * len(pending)
         wall = det = 0.0
         for b, lo in enumerate(range(0, n, self.batch_size)):
-            batch = list(pending[lo:min(lo + self.batch_size, n)])
+            batch = list(pending[lo : min(lo + self.batch_size, n)])
             if self.solver_batches is not None and b >= self.solver_batches:
                 placements = self.placer.fgd_plan(work, batch, protected)
             else:

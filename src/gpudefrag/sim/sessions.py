@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.cluster import Placement
 from gpudefrag.sim.schedulers import fit_on_node
 from gpudefrag.sim.timed_types import DECISION_DONE, PENDING, SESSION_START
 
@@ -53,8 +53,7 @@ class SessionMixin:
             placements, latency = self.scheduler.decide(view, pending, t)
         name = getattr(self.scheduler, "name", type(self.scheduler).__name__)
         if len(placements) != len(cands):
-            raise ValueError(f"scheduler {name} returned {len(placements)} placements for "
-                             f"{len(cands)} pods")
+            raise ValueError(f"scheduler {name} returned {len(placements)} placements for {len(cands)} pods")
         if not (latency >= 0 and np.isfinite(latency)):
             raise ValueError(f"scheduler {name} returned latency {latency!r}; need a finite value >= 0")
         self.sessions[sid] = (self.free_epoch, cands, list(placements), first)
@@ -79,8 +78,10 @@ class SessionMixin:
                 unplaced.append(pod)
                 continue
             if p.pod != self.specs[pod]:
-                raise ValueError(f"scheduler {self.scheduler.name} returned a placement of "
-                                 f"{p.pod.name!r} for pod {self.specs[pod].name!r}")
+                raise ValueError(
+                    f"scheduler {self.scheduler.name} returned a placement of "
+                    f"{p.pod.name!r} for pod {self.specs[pod].name!r}"
+                )
             res = self.reservations.get(p.node)
             if res is not None and res[0] != pod:
                 self.c["reservation_filtered"] += 1
@@ -100,4 +101,3 @@ class SessionMixin:
             moves = self._run_plan(t)
         self._maybe_start_session(t)
         return (sid, tuple(binds), moves)
-

@@ -116,11 +116,35 @@ from gpudefrag.sim.timed_types import (
 from gpudefrag.workloads.synthetic import SyntheticWorkload
 
 __all__ = [
-    "ARRIVAL", "COMPLETED", "COMPLETION", "DECISION_DONE", "EVENT_NAMES", "EVICT_DONE", "FUTURE",
-    "PENDING", "REJECTED", "RESERVATION_EXPIRY", "RESTART_DONE", "RUNNING", "SESSION_START",
-    "STATUS_NAMES", "BatchScheduler", "Defragmenter", "InvariantError", "LatencyModel", "Move",
-    "PendingPod", "PolicyScheduler", "RunningPod", "Scheduler", "SimView", "TimedConfig",
-    "TimedResult", "fit_on_node", "percentile", "run_timed",
+    "ARRIVAL",
+    "COMPLETED",
+    "COMPLETION",
+    "DECISION_DONE",
+    "EVENT_NAMES",
+    "EVICT_DONE",
+    "FUTURE",
+    "PENDING",
+    "REJECTED",
+    "RESERVATION_EXPIRY",
+    "RESTART_DONE",
+    "RUNNING",
+    "SESSION_START",
+    "STATUS_NAMES",
+    "BatchScheduler",
+    "Defragmenter",
+    "InvariantError",
+    "LatencyModel",
+    "Move",
+    "PendingPod",
+    "PolicyScheduler",
+    "RunningPod",
+    "Scheduler",
+    "SimView",
+    "TimedConfig",
+    "TimedResult",
+    "fit_on_node",
+    "percentile",
+    "run_timed",
 ]
 
 
@@ -128,8 +152,9 @@ __all__ = [
 class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
     """One run's mutable state; the handlers below are the only code that changes it."""
 
-    def __init__(self, cluster: ClusterState, w: SyntheticWorkload, scheduler, defrag,
-                 config: TimedConfig, hook) -> None:
+    def __init__(
+        self, cluster: ClusterState, w: SyntheticWorkload, scheduler, defrag, config: TimedConfig, hook
+    ) -> None:
         self.state = s = cluster.copy()
         self.w, self.scheduler, self.defrag, self.config, self.hook = w, scheduler, defrag, config, hook
         self.n = n = len(w)
@@ -155,11 +180,24 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.next_id = 0
         self.latencies: list[float] = []
         self.c: dict[str, float] = dict.fromkeys(
-            ("bind_conflicts", "reservation_filtered", "reservations_made", "reservations_fulfilled",
-             "reservations_released",
-             "reservation_expiries", "migrations_executed", "migrations_aborted", "plans_aborted",
-             "migrations_overtaken", "gpu_hours_lost_work", "gpu_hours_lost_restart",
-             "gpu_hours_held_twice", "sessions"), 0)
+            (
+                "bind_conflicts",
+                "reservation_filtered",
+                "reservations_made",
+                "reservations_fulfilled",
+                "reservations_released",
+                "reservation_expiries",
+                "migrations_executed",
+                "migrations_aborted",
+                "plans_aborted",
+                "migrations_overtaken",
+                "gpu_hours_lost_work",
+                "gpu_hours_lost_restart",
+                "gpu_hours_held_twice",
+                "sessions",
+            ),
+            0,
+        )
         self.abort_reasons: dict[str, int] = {}
         slots = np.arange(MAX_GPUS_PER_NODE)[None, :]
         self.slot_cap = np.where(slots < s.gpu_count[:, None], GPU_MILLI_PER_GPU, 0).astype(np.int64)
@@ -170,9 +208,15 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
         self.whole_free_gpus = int((s.gpu_milli_left == GPU_MILLI_PER_GPU).sum())
         self.touched_nodes: set[int] = set()
         self.touched_pods: set[int] = set()
-        self.handlers = (self._on_completion, self._on_evict_done, self._on_restart_done,
-                         self._on_reservation_expiry, self._on_decision_done, self._on_arrival,
-                         self._on_session_start)
+        self.handlers = (
+            self._on_completion,
+            self._on_evict_done,
+            self._on_restart_done,
+            self._on_reservation_expiry,
+            self._on_decision_done,
+            self._on_arrival,
+            self._on_session_start,
+        )
 
     def order_key(self, i: int) -> tuple[int, int]:
         return (self.neg_prio[i], i)
@@ -209,7 +253,7 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
                 self._check(t, cls, payload)
             self.touched_nodes.clear()
             self.touched_pods.clear()
-        if H > last:
+        if last < H:
             area += self.state.used_gpu_milli * (H - last)
             whole_area += self.whole_free_gpus * GPU_MILLI_PER_GPU * (H - last)
         return area, whole_area, H - W
@@ -343,9 +387,15 @@ class _Sim(SessionMixin, MigrationMixin, InvariantChecks):
 
 
 # ----------------------------------------------------------------------------- entry point
-def run_timed(cluster: ClusterState, workload: SyntheticWorkload, scheduler: Scheduler,
-              defragmenter: Defragmenter | None = None, config: TimedConfig | None = None, *,
-              hook: Callable[[Any, float, int, tuple], None] | None = None) -> TimedResult:
+def run_timed(
+    cluster: ClusterState,
+    workload: SyntheticWorkload,
+    scheduler: Scheduler,
+    defragmenter: Defragmenter | None = None,
+    config: TimedConfig | None = None,
+    *,
+    hook: Callable[[Any, float, int, tuple], None] | None = None,
+) -> TimedResult:
     """Simulate ``workload`` on a copy of ``cluster`` until ``workload.horizon_s``.
 
     Pods already bound on ``cluster`` stay as background load.  ``hook(sim, t, cls, payload)``
@@ -380,27 +430,44 @@ def _result(sim: _Sim, area: float, whole_area: float, span: float, wall: float)
     alloc_pct = pct(area)
     return TimedResult(
         scheduler=getattr(sim.scheduler, "name", type(sim.scheduler).__name__),
-        horizon_s=H, warmup_s=W, arrived=int(sum(sim.n_status[1:])),
-        rejected=sim.n_status[REJECTED], completed=sim.n_status[COMPLETED],
-        running_at_end=sim.n_status[RUNNING], pending_at_end=sim.n_status[PENDING],
-        gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=pct(whole_area),
+        horizon_s=H,
+        warmup_s=W,
+        arrived=int(sum(sim.n_status[1:])),
+        rejected=sim.n_status[REJECTED],
+        completed=sim.n_status[COMPLETED],
+        running_at_end=sim.n_status[RUNNING],
+        pending_at_end=sim.n_status[PENDING],
+        gpu_alloc_pct=alloc_pct,
+        gpu_idle_whole_pct=pct(whole_area),
         gpu_idle_shared_pct=pct(window_milli_s - area - whole_area),
         gpu_useful_pct=alloc_pct - pct(3600.0 * GPU_MILLI_PER_GPU * wasted_gpu_h),
-        wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
-        wait_p99_s=percentile(waits, 99), waits_counted=int(window.sum()),
-        eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),
+        wait_p50_s=percentile(waits, 50),
+        wait_p95_s=percentile(waits, 95),
+        wait_p99_s=percentile(waits, 99),
+        waits_counted=int(window.sum()),
+        eight_gpu_arrived=int(eight.sum()),
+        stranded_8gpu=int(stranded.sum()),
         sessions=int(c["sessions"]),
         decision_latency_p99_s=percentile(np.array(sim.latencies), 99),
-        bind_conflicts=int(c["bind_conflicts"]), reservation_filtered=int(c["reservation_filtered"]),
+        bind_conflicts=int(c["bind_conflicts"]),
+        reservation_filtered=int(c["reservation_filtered"]),
         reservations_made=int(c["reservations_made"]),
         reservations_fulfilled=int(c["reservations_fulfilled"]),
         reservation_expiries=int(c["reservation_expiries"]),
         migrations_executed=int(c["migrations_executed"]),
-        migrations_aborted=int(c["migrations_aborted"]), plans_aborted=int(c["plans_aborted"]),
+        migrations_aborted=int(c["migrations_aborted"]),
+        plans_aborted=int(c["plans_aborted"]),
         migrations_overtaken=int(c["migrations_overtaken"]),
         gpu_hours_lost_work=float(c["gpu_hours_lost_work"]),
         gpu_hours_lost_restart=float(c["gpu_hours_lost_restart"]),
         gpu_hours_held_twice=float(c["gpu_hours_held_twice"]),
-        event_hash=sim.log.hexdigest(), events_processed=sim.log.count, wall_s=wall,
-        abort_reasons=dict(sim.abort_reasons), first_bind_s=sim.first_bind, first_node=sim.first_node,
-        completion_s=sim.completion, end_status=st.copy(), final_state=sim.state)
+        event_hash=sim.log.hexdigest(),
+        events_processed=sim.log.count,
+        wall_s=wall,
+        abort_reasons=dict(sim.abort_reasons),
+        first_bind_s=sim.first_bind,
+        first_node=sim.first_node,
+        completion_s=sim.completion,
+        end_status=st.copy(),
+        final_state=sim.state,
+    )

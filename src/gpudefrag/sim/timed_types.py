@@ -18,8 +18,15 @@ if TYPE_CHECKING:
 
 # ----------------------------------------------------------------------------- events, states
 COMPLETION, EVICT_DONE, RESTART_DONE, RESERVATION_EXPIRY, DECISION_DONE, ARRIVAL, SESSION_START = range(7)
-EVENT_NAMES = ("COMPLETION", "EVICT_DONE", "RESTART_DONE", "RESERVATION_EXPIRY", "DECISION_DONE",
-               "ARRIVAL", "SESSION_START")
+EVENT_NAMES = (
+    "COMPLETION",
+    "EVICT_DONE",
+    "RESTART_DONE",
+    "RESERVATION_EXPIRY",
+    "DECISION_DONE",
+    "ARRIVAL",
+    "SESSION_START",
+)
 FUTURE, PENDING, RUNNING, COMPLETED, REJECTED = range(5)
 STATUS_NAMES = ("FUTURE", "PENDING", "RUNNING", "COMPLETED", "REJECTED")
 
@@ -128,8 +135,9 @@ class Scheduler(Protocol):
 
     name: str
 
-    def decide(self, state: ClusterState, pending: list[PodSpec], now_s: float
-               ) -> tuple[list[Placement | None], float]: ...
+    def decide(
+        self, state: ClusterState, pending: list[PodSpec], now_s: float
+    ) -> tuple[list[Placement | None], float]: ...
 
 
 class Defragmenter(Protocol):
@@ -148,17 +156,17 @@ class TimedResult:
     rejected: int
     completed: int
     running_at_end: int
-    pending_at_end: int              # every pod still pending at the horizon
-    gpu_alloc_pct: float             # time-averaged allocated GPU milli / capacity, in the window
-    gpu_idle_whole_pct: float        # ... in GPUs with nothing on them
-    gpu_idle_shared_pct: float       # ... free on partly used GPUs (100 - the two above)
-    gpu_useful_pct: float            # gpu_alloc_pct less the GPU time migrations wasted (below)
-    wait_p50_s: float                # window arrivals; pending ones count horizon - arrival
+    pending_at_end: int  # every pod still pending at the horizon
+    gpu_alloc_pct: float  # time-averaged allocated GPU milli / capacity, in the window
+    gpu_idle_whole_pct: float  # ... in GPUs with nothing on them
+    gpu_idle_shared_pct: float  # ... free on partly used GPUs (100 - the two above)
+    gpu_useful_pct: float  # gpu_alloc_pct less the GPU time migrations wasted (below)
+    wait_p50_s: float  # window arrivals; pending ones count horizon - arrival
     wait_p95_s: float
     wait_p99_s: float
     waits_counted: int
-    eight_gpu_arrived: int           # 8-GPU pods arrived in the window
-    stranded_8gpu: int               # ... that waited > stranded_wait_s or are still pending
+    eight_gpu_arrived: int  # 8-GPU pods arrived in the window
+    stranded_8gpu: int  # ... that waited > stranded_wait_s or are still pending
     sessions: int
     decision_latency_p99_s: float
     bind_conflicts: int
@@ -166,13 +174,13 @@ class TimedResult:
     reservations_made: int
     reservations_fulfilled: int
     reservation_expiries: int
-    migrations_executed: int         # moves started in the window
-    migrations_aborted: int          # moves not executed because a move of their plan failed
+    migrations_executed: int  # moves started in the window
+    migrations_aborted: int  # moves not executed because a move of their plan failed
     plans_aborted: int
-    migrations_overtaken: int        # pods that completed during their grace period
+    migrations_overtaken: int  # pods that completed during their grace period
     gpu_hours_lost_work: float
     gpu_hours_lost_restart: float
-    gpu_hours_held_twice: float      # GPUs held on both nodes during grace periods
+    gpu_hours_held_twice: float  # GPUs held on both nodes during grace periods
     event_hash: str
     events_processed: int
     wall_s: float

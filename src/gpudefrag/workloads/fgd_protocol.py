@@ -41,8 +41,13 @@ def name_order(names: tuple[str, ...]) -> list[int]:
     return sorted(range(len(names)), key=names.__getitem__)
 
 
-def prepare_run(pods: PodBatch, node_names: tuple[str, ...], gpu_capacity_milli: int, seed: int,
-                tune_ratio: float = DEFAULT_TUNE_RATIO) -> PreparedRun:
+def prepare_run(
+    pods: PodBatch,
+    node_names: tuple[str, ...],
+    gpu_capacity_milli: int,
+    seed: int,
+    tune_ratio: float = DEFAULT_TUNE_RATIO,
+) -> PreparedRun:
     """Arrival order and tie-break ranks for ``seed``, as the module docstring states."""
     rng = GoRand(seed)
     rng.int63()

@@ -49,8 +49,7 @@ GPU_MILLI = 1000  # capacity of one GPU in milli-GPU
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_REQUIRED_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
-POD_OPTIONAL_COLUMNS = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time",
-                        "scheduled_time")
+POD_OPTIONAL_COLUMNS = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
 
 #: The node list every published FGD experiment uses (mirror-relative path).
 NODE_LIST = "openb/openb_node_list_gpu_node.csv"
@@ -117,8 +116,14 @@ class NodeTable:
             object.__setattr__(self, name, _int_array(getattr(self, name), name))
         if self.source_path is not None:
             object.__setattr__(self, "source_path", Path(self.source_path))
-        _check_lengths("NodeTable", len(self.names), cpu_milli=self.cpu_milli,
-                       memory_mib=self.memory_mib, gpu_count=self.gpu_count, models=self.models)
+        _check_lengths(
+            "NodeTable",
+            len(self.names),
+            cpu_milli=self.cpu_milli,
+            memory_mib=self.memory_mib,
+            gpu_count=self.gpu_count,
+            models=self.models,
+        )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -128,8 +133,10 @@ class NodeTable:
         return int(self.gpu_count.sum())
 
     def __repr__(self) -> str:
-        return (f"NodeTable({len(self)} nodes, {self.total_gpus} GPUs, "
-                f"source_path={str(self.source_path) if self.source_path else None!r})")
+        return (
+            f"NodeTable({len(self)} nodes, {self.total_gpus} GPUs, "
+            f"source_path={str(self.source_path) if self.source_path else None!r})"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,14 +166,21 @@ class PodTable:
             object.__setattr__(self, name, _int_array(getattr(self, name), name))
         for name in ("creation_time", "deletion_time", "scheduled_time"):
             value = getattr(self, name)
-            object.__setattr__(self, name, _int_array(np.full(n, -1) if value is None else value,
-                                                      name))
+            object.__setattr__(self, name, _int_array(np.full(n, -1) if value is None else value, name))
         if self.source_path is not None:
             object.__setattr__(self, "source_path", Path(self.source_path))
-        _check_lengths("PodTable", n, cpu_milli=self.cpu_milli, memory_mib=self.memory_mib,
-                       num_gpu=self.num_gpu, gpu_milli=self.gpu_milli, gpu_spec=self.gpu_spec,
-                       creation_time=self.creation_time, deletion_time=self.deletion_time,
-                       scheduled_time=self.scheduled_time)
+        _check_lengths(
+            "PodTable",
+            n,
+            cpu_milli=self.cpu_milli,
+            memory_mib=self.memory_mib,
+            num_gpu=self.num_gpu,
+            gpu_milli=self.gpu_milli,
+            gpu_spec=self.gpu_spec,
+            creation_time=self.creation_time,
+            deletion_time=self.deletion_time,
+            scheduled_time=self.scheduled_time,
+        )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -177,8 +191,10 @@ class PodTable:
         return int((self.gpu_milli * self.num_gpu).sum())
 
     def __repr__(self) -> str:
-        return (f"PodTable({len(self)} pods, {self.total_gpu_milli} GPU milli, "
-                f"source_path={str(self.source_path) if self.source_path else None!r})")
+        return (
+            f"PodTable({len(self)} pods, {self.total_gpu_milli} GPU milli, "
+            f"source_path={str(self.source_path) if self.source_path else None!r})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +222,7 @@ def _uint(text: str, path: str, line: int, column: str) -> int:
 
 
 def _unknown_model(path: str, line: int, column: str, model: str) -> InputError:
-    return InputError(path, f"unknown GPU model {model!r}; known models: {_KNOWN_LIST}",
-                      line, column)
+    return InputError(path, f"unknown GPU model {model!r}; known models: {_KNOWN_LIST}", line, column)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +231,7 @@ def _unknown_model(path: str, line: int, column: str, model: str) -> InputError:
 
 def _open_rows(path: Path):
     try:
-        fh = open(path, encoding="utf-8-sig", newline="")
+        fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (closed by the caller)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except IsADirectoryError:
@@ -233,19 +248,20 @@ def _utf8_error(path: str) -> InputError:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return InputError(path, f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at "
-                                        f"character {exc.start + 1})", number)
+                return InputError(
+                    path,
+                    f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at character {exc.start + 1})",
+                    number,
+                )
     return InputError(path, "not valid UTF-8 text")
 
 
-def _read_header(reader, path: str, required: tuple[str, ...],
-                 optional: tuple[str, ...]) -> dict[str, int]:
+def _read_header(reader, path: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, int]:
     expected = ",".join(required + optional) if optional else ",".join(required)
     try:
         header = next(reader)
     except StopIteration:
-        raise InputError(path, f"empty file; expected a header line '{expected}'",
-                         1, required[0]) from None
+        raise InputError(path, f"empty file; expected a header line '{expected}'", 1, required[0]) from None
     except UnicodeDecodeError:
         raise _utf8_error(path) from None
     except csv.Error as exc:
@@ -257,15 +273,15 @@ def _read_header(reader, path: str, required: tuple[str, ...],
     for i, name in enumerate(header):
         if name not in known:
             hint = f" (did you mean {name.strip()!r}?)" if name.strip() in known else ""
-            raise InputError(path, f"unknown column {name!r}{hint}; expected columns: {expected}",
-                             1, name)
+            raise InputError(path, f"unknown column {name!r}{hint}; expected columns: {expected}", 1, name)
         if name in positions:
             raise InputError(path, "duplicate column in the header", 1, name)
         positions[name] = i
     for name in required:
         if name not in positions:
-            raise InputError(path, f"missing required column; the header must include: "
-                                   f"{', '.join(required)}", 1, name)
+            raise InputError(
+                path, f"missing required column; the header must include: {', '.join(required)}", 1, name
+            )
     return positions
 
 
@@ -288,11 +304,19 @@ def _iter_rows(reader, path: str, header_len: int, header: list[str]):
                 raise InputError(path, "blank line inside the data", blank_line)
             if len(row) < header_len:
                 missing = header[len(row)]
-                raise InputError(path, f"truncated row: {len(row)} fields, the header has "
-                                       f"{header_len} (column '{missing}' onwards missing)",
-                                 line, missing)
-            raise InputError(path, f"too many fields: {len(row)}, the header has {header_len}",
-                             line, f"#{header_len + 1} (after '{header[-1]}')")
+                raise InputError(
+                    path,
+                    f"truncated row: {len(row)} fields, the header has "
+                    f"{header_len} (column '{missing}' onwards missing)",
+                    line,
+                    missing,
+                )
+            raise InputError(
+                path,
+                f"too many fields: {len(row)}, the header has {header_len}",
+                line,
+                f"#{header_len + 1} (after '{header[-1]}')",
+            )
     except UnicodeDecodeError:
         raise _utf8_error(path) from None
     except csv.Error as exc:
@@ -326,16 +350,19 @@ def load_nodes(path: str | os.PathLike[str]) -> NodeTable:
             if not sn:
                 raise InputError(spath, "empty required field", line, "sn")
             if sn in seen:
-                raise InputError(spath, f"duplicate node name {sn!r} (first on line {seen[sn]})",
-                                 line, "sn")
+                raise InputError(spath, f"duplicate node name {sn!r} (first on line {seen[sn]})", line, "sn")
             seen[sn] = line
             gpu = _uint(row[i_gpu], spath, line, "gpu")
             model = row[i_model]
-            if model not in _KNOWN_MODELS:
+            if model not in _KNOWN_MODELS:  # noqa: SIM102
                 if model or gpu:
                     if not model:
-                        raise InputError(spath, f"empty GPU model for a node with {gpu} GPU(s); "
-                                                f"known models: {_KNOWN_LIST}", line, "model")
+                        raise InputError(
+                            spath,
+                            f"empty GPU model for a node with {gpu} GPU(s); known models: {_KNOWN_LIST}",
+                            line,
+                            "model",
+                        )
                     raise _unknown_model(spath, line, "model", model)
             names.append(sn)
             cpu.append(_uint(row[i_cpu], spath, line, "cpu_milli"))
@@ -373,8 +400,9 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
             if not name:
                 raise InputError(spath, "empty required field", line, "name")
             if name in seen:
-                raise InputError(spath, f"duplicate pod name {name!r} (first on line "
-                                        f"{seen[name]})", line, "name")
+                raise InputError(
+                    spath, f"duplicate pod name {name!r} (first on line {seen[name]})", line, "name"
+                )
             seen[name] = line
             n = _uint(row[i_ngpu], spath, line, "num_gpu")
             m = _uint(row[i_milli], spath, line, "gpu_milli")
@@ -405,8 +433,7 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
     if not names:
         raise _no_rows(spath)
     time_arrays = [np.array(t, dtype=np.int64) if t else None for t in times]
-    return PodTable(tuple(names), cpu, mem, ngpu, milli, tuple(specs), *time_arrays,
-                    source_path=src)
+    return PodTable(tuple(names), cpu, mem, ngpu, milli, tuple(specs), *time_arrays, source_path=src)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,8 +443,7 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
 def _pod_list_names() -> list[str]:
     from gpudefrag.data import registry
 
-    return [e.name for e in registry.DATASETS
-            if e.group == "openb" and e.name.startswith("openb_pod_list_")]
+    return [e.name for e in registry.DATASETS if e.group == "openb" and e.name.startswith("openb_pod_list_")]
 
 
 def workload_path(name: str) -> Path:
@@ -430,16 +456,18 @@ def workload_path(name: str) -> Path:
 
     stem = str(name).strip().replace("\\", "/")
     if stem.startswith("openb/"):
-        stem = stem[len("openb/"):]
+        stem = stem[len("openb/") :]
     if stem.endswith(".csv"):
         stem = stem[:-4]
     if not stem.startswith("openb_pod_list_"):
         stem = "openb_pod_list_" + stem
     known = _pod_list_names()
     if stem not in known:
-        short = ", ".join(k[len("openb_pod_list_"):] for k in known)
-        raise ConfigError(f"unknown workload {name!r}; known openb pod lists: {short} "
-                          "(also accepted with the 'openb_pod_list_' prefix)")
+        short = ", ".join(k[len("openb_pod_list_") :] for k in known)
+        raise ConfigError(
+            f"unknown workload {name!r}; known openb pod lists: {short} "
+            "(also accepted with the 'openb_pod_list_' prefix)"
+        )
     return store.resolve(f"openb/{stem}.csv")
 
 

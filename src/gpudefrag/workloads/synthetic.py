@@ -69,9 +69,14 @@ def sample_cluster(nodes: NodeTable, n_nodes: int, rng: np.random.Generator) -> 
             picked = rng.choice(len(idx), size=int(k), replace=False)
             chosen.extend(idx[j] for j in picked)
     keep = np.array(sorted(chosen), dtype=np.int64)
-    return NodeTable(tuple(nodes.names[i] for i in keep), nodes.cpu_milli[keep],
-                     nodes.memory_mib[keep], nodes.gpu_count[keep],
-                     tuple(nodes.models[i] for i in keep), source_path=nodes.source_path)
+    return NodeTable(
+        tuple(nodes.names[i] for i in keep),
+        nodes.cpu_milli[keep],
+        nodes.memory_mib[keep],
+        nodes.gpu_count[keep],
+        tuple(nodes.models[i] for i in keep),
+        source_path=nodes.source_path,
+    )
 
 
 # ------------------------------------------------------------------------------------- durations
@@ -120,8 +125,14 @@ class SyntheticWorkload:
 
     def __post_init__(self) -> None:
         n = len(self.pods)
-        for name in ("arrival_s", "duration_s", "checkpoint_interval_s", "checkpoint_phase_s",
-                     "do_not_disrupt", "priority"):
+        for name in (
+            "arrival_s",
+            "duration_s",
+            "checkpoint_interval_s",
+            "checkpoint_phase_s",
+            "do_not_disrupt",
+            "priority",
+        ):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries, expected {n}")
         if n and np.any(np.diff(self.arrival_s) < 0):
@@ -147,13 +158,22 @@ def _poisson_times(rate: float, horizon_s: float, rng: np.random.Generator) -> n
     return np.concatenate(chunks)
 
 
-def make_workload(pods: PodBatch, durations_s: np.ndarray, cluster_gpu_milli: int,
-                  offered_load: float, horizon_s: float, rng: np.random.Generator, *,
-                  duration_cap_s: float = 4 * 3600.0, min_duration_s: float = 60.0,
-                  warmup_fraction: float = 0.25, include_cpu_pods: bool = False,
-                  checkpoint_intervals_s: tuple[float, ...] = DEFAULT_CHECKPOINT_INTERVALS_S,
-                  do_not_disrupt_fraction: float = 0.05,
-                  priority_choices: tuple[int, ...] = (0,)) -> SyntheticWorkload:
+def make_workload(
+    pods: PodBatch,
+    durations_s: np.ndarray,
+    cluster_gpu_milli: int,
+    offered_load: float,
+    horizon_s: float,
+    rng: np.random.Generator,
+    *,
+    duration_cap_s: float = 4 * 3600.0,
+    min_duration_s: float = 60.0,
+    warmup_fraction: float = 0.25,
+    include_cpu_pods: bool = False,
+    checkpoint_intervals_s: tuple[float, ...] = DEFAULT_CHECKPOINT_INTERVALS_S,
+    do_not_disrupt_fraction: float = 0.05,
+    priority_choices: tuple[int, ...] = (0,),
+) -> SyntheticWorkload:
     """Resampled trace pods arriving as a Poisson process at ``offered_load`` (module docstring).
 
     Draw order: arrival times, trace rows, checkpoint intervals, phases, do-not-disrupt flags,
@@ -184,8 +204,16 @@ def make_workload(pods: PodBatch, durations_s: np.ndarray, cluster_gpu_milli: in
     priority = prios[rng.integers(0, len(prios), size=n)] if len(prios) > 1 else np.full(n, prios[0])
     names = [f"{pods.names[j]}-s{i}" for i, j in enumerate(source)]
     return SyntheticWorkload(
-        pods=pods.take(source, names), arrival_s=arrival, duration_s=clipped[pick],
-        checkpoint_interval_s=interval, checkpoint_phase_s=phase, do_not_disrupt=dnd,
-        priority=priority.astype(np.int64), warmup_s=warmup_fraction * horizon_s,
-        horizon_s=float(horizon_s), offered_load=float(offered_load), arrival_rate_per_s=rate,
-        source_index=source)
+        pods=pods.take(source, names),
+        arrival_s=arrival,
+        duration_s=clipped[pick],
+        checkpoint_interval_s=interval,
+        checkpoint_phase_s=phase,
+        do_not_disrupt=dnd,
+        priority=priority.astype(np.int64),
+        warmup_s=warmup_fraction * horizon_s,
+        horizon_s=float(horizon_s),
+        offered_load=float(offered_load),
+        arrival_rate_per_s=rate,
+        source_index=source,
+    )
