@@ -7,6 +7,11 @@ subprocess a test starts) resolves registered files from it.
 Synthetic-cluster helpers are exposed through the session fixture ``gen`` (a namespace of
 hypothesis strategies and plain helper functions), so that test modules need not import this
 file: use ``@given(data=st.data())`` and ``data.draw(gen.clusters())``.
+
+The time-driven simulator's tests (in several folders) share two plain functions, imported
+with ``from conftest import ...`` (pytest's default ``prepend`` import mode puts this folder on
+``sys.path``): :func:`timed_workload`, a hand-made workload, and :func:`place_in_order`, the
+first-fit decision their stub schedulers make.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
 from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS, gpu_model_mask, model_id
 from gpudefrag.model.pods import PodSpec, pod_batch
+from gpudefrag.model.port import Bind, SchedulingCycle, SchedulingDecision
+from gpudefrag.sim.sessions import fit_on_node
+from gpudefrag.workloads.synthetic import SyntheticWorkload
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIRROR_ENV = "GPUDEFRAG_MIRROR"
@@ -219,3 +227,54 @@ def gen():
 def cluster_builder():
     """``build(nodes, tie_rank=None)``: a fresh ClusterState from node tuples."""
     return build_cluster
+
+
+# ------------------------------------------------------------------------------ time-driven runs
+def timed_workload(
+    pods,
+    arrivals,
+    durations,
+    *,
+    priority=None,
+    interval=600.0,
+    phase=0.0,
+    dnd=None,
+    horizon=10_000.0,
+    warmup=0.0,
+) -> SyntheticWorkload:
+    """A hand-made workload: ``pods`` (named ``p<i>`` unless named) arriving at ``arrivals``
+    and running ``durations`` seconds, all with the same checkpoint ``interval`` and ``phase``."""
+    pods = [
+        PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, p.name or f"p{i}")
+        for i, p in enumerate(pods)
+    ]
+    n = len(pods)
+    return SyntheticWorkload(
+        pods=pod_batch(pods),
+        arrival_s=np.asarray(arrivals, dtype=float),
+        duration_s=np.asarray(durations, dtype=float),
+        checkpoint_interval_s=np.full(n, float(interval)),
+        checkpoint_phase_s=np.full(n, float(phase)),
+        do_not_disrupt=np.zeros(n, bool) if dnd is None else np.asarray(dnd, bool),
+        priority=np.zeros(n, np.int64) if priority is None else np.asarray(priority, np.int64),
+        warmup_s=warmup,
+        horizon_s=horizon,
+        offered_load=1.0,
+    )
+
+
+def place_in_order(cycle: SchedulingCycle, nodes_of) -> SchedulingDecision:
+    """Every pending pod of ``cycle`` considered, in order, and bound on the first of
+    ``nodes_of(pod, work)`` it fits (``best`` GPUs), binding as it goes on a copy of the cycle's
+    state; no bind where none fits.  No work reported (the latency is the config's)."""
+    work, binds = cycle.state.copy(), []
+    for pending in cycle.pending:
+        pod = pending.spec
+        for n in nodes_of(pod, work):
+            gpus = fit_on_node(work, n, pod)
+            if gpus is not None:
+                p = Placement(n, gpus, pod)
+                work.bind(p)
+                binds.append(Bind(pending.pod_id, p))
+                break
+    return SchedulingDecision(binds, len(cycle.pending), 0.0, 0.0)

@@ -54,7 +54,7 @@ def test_help_lists_commands(capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     listed = re.findall(r"^\s{4}(\w+)\s{2,}", out, flags=re.M)
-    assert {"calib", "run", "bench", "data"} <= set(listed), out
+    assert {"calib", "run", "bench", "suite", "sim", "data"} <= set(listed), out
 
 
 def test_no_command_prints_help_and_exits_2(capsys):

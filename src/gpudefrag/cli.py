@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from gpudefrag import __version__
-from gpudefrag.errors import ConfigError, GpudefragError
+from gpudefrag.errors import EXIT_USAGE, ConfigError, GpudefragError
 
 DEFAULT_OUT = Path("runs")
 
@@ -43,6 +43,16 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
     return value
 
 
@@ -97,6 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     bar.close()
     wall = time.perf_counter() - started
+    assert out.frag_curve is not None  # with_frag=True: the run tracks fragmentation, so it has the curve
     folder = args.out / f"{out.workload}-{args.policy}-seed{args.seed}"
     paths = write_run(out, folder)
     n = len(out.prepared.arrivals)
@@ -151,21 +162,7 @@ def parse_float_list(text: str) -> list[float]:
     return values
 
 
-def cmd_suite(args: argparse.Namespace) -> int:
-    if args.suite == "1b":
-        return _suite_1b(args)
-    only_1b = [
-        flag
-        for flag, given in (
-            ("--loads", args.loads),
-            ("--variants", args.variants),
-            ("--no-sweep", args.no_sweep),
-            ("--set", args.set),
-        )
-        if given
-    ]
-    if only_1b:
-        raise ConfigError(f"{', '.join(only_1b)}: only for suite 1b")
+def cmd_suite_1a(args: argparse.Namespace) -> int:
     from gpudefrag.batch.placer import SolverConfig
     from gpudefrag.experiments.report1a import diagnose, write_report
     from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
@@ -178,7 +175,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     )
     config = Suite1aConfig(
         workload=args.workload,
-        seeds=tuple(args.seeds or range(42, 52)),
+        seeds=tuple(args.seeds),
         batch_sizes=tuple(args.batch_sizes),
         solver=solver,
     )
@@ -192,23 +189,22 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _suite_1b(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.overrides import apply_overrides
+def cmd_suite_1b(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.report1b import write_report
-    from gpudefrag.experiments.suite1b import VARIANTS, Suite1bConfig, run_suite
+    from gpudefrag.experiments.suite1b import VARIANTS, build_config, run_suite
 
-    seeds = tuple(args.seeds) if args.seeds_given else tuple(range(47, 57))
-    config = Suite1bConfig(workload=args.workload, seeds=seeds, horizon_h=args.hours, n_nodes=args.nodes)
+    seeds = tuple(args.seeds)
+    fields: dict = {"seeds": seeds}
     if args.loads:
-        config = replace(config, loads=tuple(args.loads))
+        fields["loads"] = tuple(args.loads)
     if args.variants:
         unknown = sorted(set(args.variants) - set(VARIANTS))
         if unknown:
             raise ConfigError(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
-        config = replace(config, variants=tuple(args.variants))
+        fields["variants"] = tuple(args.variants)
     if args.no_sweep:
-        config = replace(config, sweep_restart_s=())
-    config = apply_overrides(config, args.set or [])
+        fields["sweep_restart_s"] = ()
+    config = build_config(args.workload, args.hours, args.nodes, args.set or [], **fields)
     held_out = all(s >= 47 for s in seeds)
     title = ("held-out seeds" if held_out else "tuning seeds") + " (time-driven, departures, defragmentation)"
     if args.set:
@@ -223,11 +219,192 @@ def _suite_1b(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sim(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.sim1b import check_variant, format_json, format_table, run_sim
+    from gpudefrag.experiments.suite1b import build_config
+
+    check_variant(args.variant)
+    config = build_config(args.workload, args.hours, args.nodes, args.set or [])
+    restart_s = config.restart_s if args.restart_s is None else args.restart_s
+    summary = run_sim(config, args.variant, args.load, args.seed, restart_s, args.set or [], args.events)
+    print(format_json(summary) if args.json else format_table(summary))
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr, ``<prog>: error: <message>``,
+    with exit code 2 (no usage block).  Unrecognized arguments are reported by the (sub)command
+    that did not recognize them: ``gpudefrag suite 1b: error: unrecognized arguments: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, _EXTRAS_PROG):  # the innermost parser sets it first
+            setattr(namespace, _EXTRAS_PROG, self.prog)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            prog = getattr(namespace, _EXTRAS_PROG, self.prog)
+            self.exit(EXIT_USAGE, f"{prog}: error: unrecognized arguments: {' '.join(extras)}\n")
+        return namespace
+
+
+_EXTRAS_PROG = "_unrecognized_by"
+
+
+def _add_shared_suite_options(parser: argparse.ArgumentParser, seeds: list[int], seeds_help: str) -> None:
+    """Options both suites take: workload, seeds, worker processes, output folder, progress bar."""
+    parser.add_argument(
+        "--workload", default="openb_pod_list_default", help="openb pod list (default %(default)s)"
+    )
+    parser.add_argument("--seeds", type=parse_seeds, default=seeds, help=seeds_help)
+    parser.add_argument(
+        "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_settings_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="change a setting of suite 1b, e.g. planner.harm_weight=3, plans_per_tick=1, "
+        "solver.deterministic_time=0.01, runtime_estimates=oracle (the defragmenter then knows "
+        "every pod's true run time), acceptance.defrag_min_gain_pp=1.5 (repeatable)",
+    )
+
+
+SUITE1B_HOURS = 8.0
+"""``--hours`` default: Suite1bConfig.horizon_h (a test keeps them equal)."""
+SUITE1B_NODES = 150
+"""``--nodes`` default: Suite1bConfig.n_nodes (a test keeps them equal)."""
+
+
+def _add_scale_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hours", type=positive_float, default=SUITE1B_HOURS, help="simulated hours per run (default 8)"
+    )
+    parser.add_argument(
+        "--nodes", type=positive_int, default=SUITE1B_NODES, help="nodes sampled per seed (default 150)"
+    )
+
+
+def add_suite_commands(sub) -> None:
+    """``gpudefrag suite 1a`` and ``gpudefrag suite 1b``, each with only its own options."""
+    suite = sub.add_parser(
+        "suite",
+        help="experiment suites (1a: batch placement; 1b: time-driven + defrag)",
+        description="Run an experiment suite; each writes a Markdown report, PNG charts and CSV "
+        "tables.  See `gpudefrag suite 1a --help` and `gpudefrag suite 1b --help`.",
+    )
+    suites = suite.add_subparsers(dest="suite", metavar="{1a,1b}", required=True)
+
+    s1a = suites.add_parser(
+        "1a",
+        help="FGD's arrival-only protocol with arrivals placed in batches by CP-SAT",
+        description="FGD's protocol with arrivals decided in batches of B by the CP-SAT batch "
+        "placer, against FGD and BestFit (runs/suite1a/).",
+    )
+    _add_shared_suite_options(s1a, list(range(42, 52)), "seeds (default 42-51)")
+    s1a.add_argument(
+        "--batch-sizes", type=parse_int_list, default=[1, 16, 64], help="solver batch sizes (default 1,16,64)"
+    )
+    s1a.add_argument(
+        "--deterministic-time",
+        type=positive_float,
+        default=0.01,
+        help="CP-SAT deterministic work limit per batch (default 0.01)",
+    )
+    s1a.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=0.5,
+        help="wall-clock budget per batch in seconds (default 0.5)",
+    )
+    s1a.add_argument(
+        "--wall-clock",
+        action="store_true",
+        help="stop on the wall-clock budget only (faster machines do more; not reproducible)",
+    )
+    s1a.add_argument("--candidates", type=positive_int, default=8, help="FGD-top nodes per pod (default 8)")
+    s1a.set_defaults(func=cmd_suite_1a)
+
+    s1b = suites.add_parser(
+        "1b",
+        help="time-driven simulation with departures, queueing and defragmentation",
+        description="Time-driven simulation with departures, queueing and checkpoint-aware "
+        "defragmentation at loads 0.9/1.0/1.1, plus a restart-time sweep, checked against the "
+        "suite's acceptance checks.  Held-out seeds (47+) write runs/suite1b/, tuning seeds "
+        "(e.g. 42-46) runs/suite1b-tuning/.",
+    )
+    _add_shared_suite_options(
+        s1b, list(range(47, 57)), "seeds (default: the held-out 47-56; tune with 42-46)"
+    )
+    _add_scale_options(s1b)
+    s1b.add_argument(
+        "--loads", type=parse_float_list, default=None, help="offered loads (default 0.9,1.0,1.1)"
+    )
+    s1b.add_argument(
+        "--variants",
+        type=lambda t: [v.strip() for v in t.split(",") if v.strip()],
+        default=None,
+        help="variants (default fgd,bestfit,solver,fgd+defrag,solver+defrag)",
+    )
+    s1b.add_argument("--no-sweep", action="store_true", help="skip the restart-time sweep")
+    _add_settings_option(s1b)
+    s1b.set_defaults(func=cmd_suite_1b)
+
+
+def add_sim_command(sub) -> None:
+    """``gpudefrag sim``: one time-driven scenario of suite 1b."""
+    sim = sub.add_parser(
+        "sim",
+        help="one time-driven scenario of suite 1b: summary and event hash",
+        description="Run one (workload, seed, load, variant) of suite 1b with its settings and "
+        "print a summary and the event-log hash; the hash equals the one suite 1b reports for "
+        "the same scenario, restart time and --set settings.",
+    )
+    sim.add_argument(
+        "--workload", default="openb_pod_list_default", help="openb pod list (default %(default)s)"
+    )
+    sim.add_argument("--seed", type=int, default=42, help="seed (default 42)")
+    sim.add_argument("--load", type=positive_float, default=1.0, help="offered GPU load (default 1.0)")
+    sim.add_argument(
+        "--variant",
+        default="fgd",
+        help="fgd, bestfit, solver, fgd+defrag or solver+defrag (default fgd)",
+    )
+    _add_scale_options(sim)
+    sim.add_argument(
+        "--restart-s",
+        type=non_negative_float,
+        default=None,
+        help="seconds a moved pod takes to restart (default: the suite's restart_s, 60)",
+    )
+    _add_settings_option(sim)
+    sim.add_argument(
+        "--events",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='write every processed event as a JSON line {"t_s", "event", "payload"} '
+        "(written whole or not at all)",
+    )
+    sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    sim.set_defaults(func=cmd_sim)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from gpudefrag.cli_data import add_data_commands
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudefrag",
         description="GPU-cluster placement and defragmentation: exact FGD reproduction and beyond.",
     )
@@ -287,73 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=42)
     bench.set_defaults(func=cmd_bench)
 
-    suite = sub.add_parser(
-        "suite",
-        help="experiment suites (1a: batch placement; 1b: time-driven + defrag)",
-        description="Suite 1a: FGD's protocol with arrivals decided in batches of B by the "
-        "CP-SAT batch placer, against FGD and BestFit.  Suite 1b: time-driven "
-        "simulation with departures, queueing and defragmentation at loads "
-        "0.9/1.0/1.1 plus a restart-time sweep.  Both write a Markdown report, "
-        "PNG charts and CSV tables.",
-    )
-    suite.add_argument(
-        "suite", choices=["1a", "1b"], help="which suite (1b: time-driven with defragmentation)"
-    )
-    suite.add_argument("--workload", default="openb_pod_list_default")
-    suite.add_argument(
-        "--seeds",
-        type=parse_seeds,
-        default=None,
-        help="seeds (default: 1a 42-51; 1b the held-out 47-56, tune with 42-46)",
-    )
-    suite.add_argument("--hours", type=positive_float, default=8.0, help="1b: simulated hours per run")
-    suite.add_argument("--nodes", type=positive_int, default=150, help="1b: nodes sampled per seed")
-    suite.add_argument(
-        "--loads", type=parse_float_list, default=None, help="1b: offered loads (default 0.9,1.0,1.1)"
-    )
-    suite.add_argument(
-        "--variants",
-        type=lambda t: [v.strip() for v in t.split(",") if v.strip()],
-        default=None,
-        help="1b: variants (default fgd,bestfit,solver,fgd+defrag,solver+defrag)",
-    )
-    suite.add_argument("--no-sweep", action="store_true", help="1b: skip the restart-time sweep")
-    suite.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="1b: change a setting, e.g. planner.harm_weight=3, plans_per_tick=1, "
-        "solver.deterministic_time=0.01, runtime_estimates=oracle (the "
-        "defragmenter then knows every pod's true run time) (repeatable)",
-    )
-    suite.add_argument(
-        "--batch-sizes", type=parse_int_list, default=[1, 16, 64], help="solver batch sizes (default 1,16,64)"
-    )
-    suite.add_argument(
-        "--deterministic-time",
-        type=positive_float,
-        default=0.01,
-        help="CP-SAT deterministic work limit per batch (default 0.01)",
-    )
-    suite.add_argument(
-        "--time-limit",
-        type=positive_float,
-        default=0.5,
-        help="wall-clock budget per batch in seconds (default 0.5)",
-    )
-    suite.add_argument(
-        "--wall-clock",
-        action="store_true",
-        help="stop on the wall-clock budget only (faster machines do more; not reproducible)",
-    )
-    suite.add_argument("--candidates", type=positive_int, default=8, help="FGD-top nodes per pod (default 8)")
-    suite.add_argument(
-        "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
-    )
-    suite.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
-    suite.add_argument("--no-progress", action="store_true", help="no progress bar")
-    suite.set_defaults(func=cmd_suite)
-
+    add_suite_commands(sub)
+    add_sim_command(sub)
     add_data_commands(sub)
     return parser
 
@@ -361,8 +473,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "command", None) == "suite":
-        args.seeds_given = args.seeds is not None
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from gpudefrag.data import store
 from gpudefrag.errors import EXIT_USAGE, ConfigError, DataError
 
 __all__ = ["add_data_commands", "cmd_data_fetch", "cmd_data_list", "cmd_data_verify"]
 
+_ParserT = TypeVar("_ParserT", bound=argparse.ArgumentParser)
 
-def _table(rows: list[tuple[str, ...]], right: frozenset[int] = frozenset()) -> str:
+
+def _table(rows: Sequence[tuple[str, ...]], right: frozenset[int] = frozenset()) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
@@ -78,7 +82,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _help(parser: argparse.ArgumentParser):
+def _help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -86,7 +90,7 @@ def _help(parser: argparse.ArgumentParser):
     return handler
 
 
-def add_data_commands(subparsers) -> argparse.ArgumentParser:
+def add_data_commands(subparsers: argparse._SubParsersAction[_ParserT]) -> _ParserT:
     """Register ``data list | fetch | verify`` on an argparse subparsers object; returns the
     ``data`` parser."""
     data = subparsers.add_parser(

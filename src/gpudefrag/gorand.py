@@ -27,8 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, MutableSequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "RNG_LEN",
@@ -60,6 +62,8 @@ _ZERO_SEED_REPLACEMENT = 89482311
 """A seed that is 0 modulo 2^31-1 is replaced by this value (0 is a fixed point of the LCG)."""
 _SEED_WARMUP_STEPS = 20
 """Number of ``seedrand`` steps discarded before the state words are filled."""
+
+_T = TypeVar("_T")
 
 _MASK64 = (1 << 64) - 1
 _MASK63 = (1 << 63) - 1
@@ -112,7 +116,7 @@ def _gen_cooked_initial_state() -> list[int]:
     return state
 
 
-def _mul_by_x(coeffs: np.ndarray) -> np.ndarray:
+def _mul_by_x(coeffs: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Multiply a residue polynomial by ``x`` modulo ``x^607 - x^334 - 1`` (uint64 wrapping)."""
     top = coeffs[RNG_LEN - 1]
     out = np.roll(coeffs, 1)
@@ -121,7 +125,7 @@ def _mul_by_x(coeffs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _square_mod(coeffs: np.ndarray) -> np.ndarray:
+def _square_mod(coeffs: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Square a residue polynomial modulo ``x^607 - x^334 - 1`` over Z/2^64."""
     n = RNG_LEN
     product = np.zeros(2 * n - 1, dtype=np.uint64)
@@ -139,7 +143,7 @@ def _square_mod(coeffs: np.ndarray) -> np.ndarray:
     return product[:n]
 
 
-def _x_power_mod(exponent: int) -> np.ndarray:
+def _x_power_mod(exponent: int) -> NDArray[np.uint64]:
     """Coefficients of ``x^exponent mod (x^607 - x^334 - 1)`` over Z/2^64 (left-to-right binary)."""
     result = np.zeros(RNG_LEN, dtype=np.uint64)
     result[0] = 1
@@ -397,7 +401,7 @@ class GoRand:
             swap(i, j)
             i -= 1
 
-    def shuffle_list(self, items: MutableSequence) -> None:
+    def shuffle_list(self, items: MutableSequence[_T]) -> None:
         """Shuffle ``items`` in place exactly like ``Shuffle(len(items), swap-elements)``."""
         n = len(items)
         i = n - 1

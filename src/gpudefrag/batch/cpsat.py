@@ -2,7 +2,7 @@
 
 Variables: one Boolean ``use[p]`` per pattern ``p``.
 Constraints: for each node, ``sum(use[p] for p on node) <= 1``; for each pod,
-``sum(use[p] for p containing pod) <= 1`` (``== 1`` for the pods listed as required).
+``sum(use[p] for p containing pod) <= 1``.
 Objective (maximise, exact integer weights, lexicographic):
 ``W_GPU * gpu_milli(p) + W_POD * pods(p) - frag_units(p)`` summed over chosen patterns, where
 ``frag_units`` is the pattern's fragmentation change in units of 1/``FRAG_SCALE`` milli-GPU,
@@ -64,7 +64,7 @@ def pattern_value(p: Pattern, w_gpu: int, w_pod: int) -> int:
     return w_gpu * p.gpu_milli + w_pod * len(p.members) - round(p.frag_delta_milli * FRAG_SCALE)
 
 
-def best_single(patterns: list[Pattern], hint: list[int], required: bool = False) -> SolveOutcome:
+def best_single(patterns: list[Pattern], hint: list[int]) -> SolveOutcome:
     """The exact optimum of a one-pod batch without a solver: every pattern holds the one pod,
     so the model's best choice is the pattern of highest :func:`pattern_value` (the least
     fragmentation change; placing the pod always outweighs leaving it), or nothing when no
@@ -76,10 +76,7 @@ def best_single(patterns: list[Pattern], hint: list[int], required: bool = False
     values = [pattern_value(p, w_gpu, w_pod) for p in patterns]
     hint_value = sum(values[i] for i in hint)
     if not patterns:
-        status = "infeasible" if required else "optimal"
-        return SolveOutcome(
-            status, [], None if required else 0, hint_value, None, time.perf_counter() - started, 0.0, 0, 0
-        )
+        return SolveOutcome("optimal", [], 0, hint_value, None, time.perf_counter() - started, 0.0, 0, 0)
     best = max(range(len(values)), key=lambda i: (values[i], i in hint, -i))
     return SolveOutcome(
         "optimal",
@@ -102,11 +99,8 @@ def solve_patterns(
     deterministic_time: float | None,
     seed: int = 0,
     workers: int = 1,
-    required_pods: tuple[int, ...] = (),
 ) -> SolveOutcome:
     """Build, solve and decode.  ``hint``: indices of the patterns of FGD's answer.
-    ``required_pods``: batch indices every solution must place (a pod no pattern holds makes
-    the model infeasible).
 
     ``deterministic_time`` (if given) is the work limit that makes the run reproducible;
     ``time_limit_s`` always bounds the wall clock.
@@ -122,13 +116,10 @@ def solve_patterns(
         by_node.setdefault(p.node, []).append(i)
         for m in p.members:
             by_pod.setdefault(m, []).append(i)
-    # At most one pattern per node; each pod in at most one chosen pattern (a required pod: exactly one).
-    required = set(required_pods)
-    for group in list(by_node.values()) + [g for m, g in by_pod.items() if m not in required]:
+    # At most one pattern per node; each pod in at most one chosen pattern.
+    for group in list(by_node.values()) + list(by_pod.values()):
         if len(group) > 1:
             model.add_at_most_one(use[i] for i in group)
-    for m in sorted(required):
-        model.add_exactly_one(use[i] for i in by_pod.get(m, []))
     values = [pattern_value(p, w_gpu, w_pod) for p in patterns]
     model.maximize(cp_model.LinearExpr.weighted_sum(use, values))
     hinted = set(hint)

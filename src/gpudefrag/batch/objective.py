@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudefrag.frag.kernels import node_frag_milli
-from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 
 FRAG_EPS_MILLI = 1e-6
@@ -41,11 +41,7 @@ class Objective:
         return not other.better_than(self)
 
 
-def tp_args(typical: TypicalPods) -> tuple:
-    return (typical.cpu_milli, typical.gpu_milli, typical.num_gpu, typical.gpu_model_mask, typical.freq)
-
-
-def node_frag(state: ClusterState, node: int, typical_args: tuple) -> float:
+def node_frag(state: ClusterState, node: int, typical_args: TypicalArrays) -> float:
     """F(node) on ``state`` (milli-GPU)."""
     return float(
         node_frag_milli(
@@ -67,14 +63,12 @@ def evaluate_plan(
     plan: list[Placement],
     typical: TypicalPods,
     nodes: set[int] | None = None,
-    idle_node_penalty_milli: float = 0.0,
     protected: frozenset[int] = frozenset(),
     protect_penalty_milli: float = 0.0,
 ) -> Objective:
     """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
 
-    ``idle_node_penalty_milli`` is added for every node the plan opens (a node with no pod before),
-    ``protect_penalty_milli`` for every node of ``protected`` the plan uses.
+    ``protect_penalty_milli`` is added for every node of ``protected`` the plan uses.
     Pods are identified by object identity (the batch's ``PodSpec`` objects), so a plan that
     places one pod twice is rejected even when pods share a name.
 
@@ -92,11 +86,9 @@ def evaluate_plan(
             raise PlanError(f"pod {p.pod.name!r} on node {p.node}: {why}")
         work.bind(p)
     touched = {p.node for p in plan} if nodes is None else nodes
-    args = tp_args(typical)
+    args = typical.kernel_args
     frag = sum(node_frag(work, n, args) for n in sorted(touched))
     used = {p.node for p in plan}
-    if idle_node_penalty_milli:
-        frag += idle_node_penalty_milli * sum(1 for n in used if state.pod_count[n] == 0)
     if protect_penalty_milli:
         frag += protect_penalty_milli * len(used & protected)
     return Objective(

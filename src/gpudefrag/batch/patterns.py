@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudefrag.frag.kernels import node_frag_milli
-from gpudefrag.model.constants import GPU_MILLI_PER_GPU, MAX_PODS_PER_NODE
-from gpudefrag.model.gpu_models import mask_accepts
+from gpudefrag.frag.typical import TypicalArrays
+from gpudefrag.model.fit import NodeView, place_on_view
 from gpudefrag.model.pods import PodSpec
 
 
@@ -35,84 +35,9 @@ class Pattern:
         return self.frag_after_milli - self.frag_before_milli
 
 
-@dataclass
-class NodeView:
-    """Mutable scratch copy of one node's free resources."""
-
-    cpu_milli: int
-    memory_mib: int
-    pods: int
-    gpu_left: list[int]
-    model: int
-
-    def copy(self) -> NodeView:
-        return NodeView(self.cpu_milli, self.memory_mib, self.pods, list(self.gpu_left), self.model)
-
-
-def node_view(state, node: int) -> NodeView:
-    """A scratch copy of ``node``'s free resources on ``state`` (a ``ClusterState``)."""
-    count = int(state.gpu_count[node])
-    return NodeView(
-        int(state.cpu_milli_left[node]),
-        int(state.memory_mib_left[node]),
-        int(state.pod_count[node]),
-        [int(v) for v in state.gpu_milli_left[node, :count]],
-        int(state.model_id[node]),
-    )
-
-
 def canonical_order(pods: list[PodSpec], members: tuple[int, ...]) -> list[int]:
     """Members sorted: more GPUs first, then larger per-GPU milli, then batch order."""
     return sorted(members, key=lambda i: (-pods[i].num_gpu, -pods[i].gpu_milli, i))
-
-
-def fits_on_view(view: NodeView, pod: PodSpec) -> bool:
-    """Would :func:`place_on_view` place ``pod`` on the scratch node?  (Without changing it.)"""
-    if (
-        view.cpu_milli < pod.cpu_milli
-        or view.memory_mib < pod.memory_mib
-        or view.pods + 1 > MAX_PODS_PER_NODE
-    ):
-        return False
-    if pod.gpu_milli <= 0:
-        return True
-    if not view.gpu_left or not mask_accepts(pod.gpu_model_mask, view.model):
-        return False
-    if pod.is_sharing:
-        return any(left >= pod.gpu_milli for left in view.gpu_left)
-    return sum(1 for left in view.gpu_left if left == GPU_MILLI_PER_GPU) >= pod.num_gpu
-
-
-def place_on_view(view: NodeView, pod: PodSpec, shared_gpus_only: bool = False) -> tuple[int, ...] | None:
-    """Place ``pod`` on the scratch node (mutating it); the GPUs used, or ``None`` if it does not fit.
-
-    A sharing pod takes the tightest GPU with room; with ``shared_gpus_only``, only a GPU that
-    is already partly used (never a whole free one).  Whole-GPU pods take the lowest free GPUs.
-    """
-    if not fits_on_view(view, pod):
-        return None
-    gpus: tuple[int, ...] = ()
-    if pod.gpu_milli > 0:
-        if pod.is_sharing:
-            best = -1
-            for g, left in enumerate(view.gpu_left):
-                if shared_gpus_only and left >= GPU_MILLI_PER_GPU:
-                    continue
-                if left >= pod.gpu_milli and (best < 0 or left < view.gpu_left[best]):
-                    best = g
-            if best < 0:
-                return None
-            gpus = (best,)
-        else:
-            gpus = tuple(g for g, left in enumerate(view.gpu_left) if left == GPU_MILLI_PER_GPU)[
-                : pod.num_gpu
-            ]
-        for g in gpus:
-            view.gpu_left[g] -= pod.gpu_milli
-    view.cpu_milli -= pod.cpu_milli
-    view.memory_mib -= pod.memory_mib
-    view.pods += 1
-    return gpus
 
 
 def assign_subset(
@@ -135,7 +60,7 @@ def enumerate_patterns(
     frag_before: float,
     pods: list[PodSpec],
     candidates: list[int],
-    typical_args: tuple,
+    typical_args: TypicalArrays,
     max_size: int,
     max_patterns: int,
     prune: bool = True,

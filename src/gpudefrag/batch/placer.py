@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudefrag.batch.cpsat import best_single, solve_patterns
-from gpudefrag.batch.objective import PlanError, evaluate_plan, node_frag, tp_args
-from gpudefrag.batch.patterns import Pattern, enumerate_patterns, node_view
+from gpudefrag.batch.cpsat import SolveOutcome, best_single, solve_patterns
+from gpudefrag.batch.objective import Objective, PlanError, evaluate_plan, node_frag
+from gpudefrag.batch.patterns import Pattern, enumerate_patterns
 from gpudefrag.batch.protect import protected_nodes
-from gpudefrag.frag.typical import TypicalPods, gpu_weighted
+from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.fit import node_view
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.fgd import FgdPolicy
 
@@ -50,15 +51,6 @@ class SolverConfig:
     max_pattern_size: int = 4
     max_patterns_per_node: int = 48
     prune_infeasible: bool = True
-    frag_weighting: str = "count"
-    """``count``: FGD's fragmentation (typical pods weighted by count); ``gpu``: weighted by count x
-    GPU size, so fragmentation that strands large jobs weighs more."""
-    idle_node_penalty_milli: float = 0.0
-    """Added to the fragmentation of a plan for every idle node it opens (milli-GPU)."""
-    keep_fgd_pods: bool = False
-    """Every pod FGD's plan places must be placed (the solver may place more pods, or the same
-    ones with less fragmentation, but never trades a pod FGD would start for others): queue
-    order holds where FGD holds it, and a large pod is not dropped for several small ones."""
     protect_blocked: int = 0
     """Nodes to protect for blocked large pods (:mod:`gpudefrag.batch.protect`): FGD's plan keeps
     every pod off them while it fits elsewhere, and the solver pays ``protect_penalty_milli`` per
@@ -115,12 +107,7 @@ class BatchPlacer:
 
     def __post_init__(self) -> None:
         self.fgd = FgdPolicy(self.typical)
-        if self.config.frag_weighting not in ("count", "gpu"):
-            raise ValueError(f"frag_weighting must be 'count' or 'gpu', not {self.config.frag_weighting!r}")
-        self.objective_typical = (
-            gpu_weighted(self.typical) if self.config.frag_weighting == "gpu" else self.typical
-        )
-        self._tp = tp_args(self.objective_typical)
+        self._tp = self.typical.kernel_args
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
@@ -180,19 +167,16 @@ class BatchPlacer:
                 top = [int(n) for n in feasible[order[:k]]]
             else:
                 top = []
-            if hint[i] is not None and hint[i].node not in top:
-                top.append(hint[i].node)
+            h = hint[i]
+            if h is not None and h.node not in top:
+                top.append(h.node)
             for rank, n in enumerate(top):
                 prefs.setdefault(n, []).append((rank, i))
         return {n: [i for _, i in sorted(lst)] for n, lst in prefs.items()}
 
     def _penalty(self, state: ClusterState, node: int, protected: frozenset[int]) -> float:
-        """What using ``node`` adds to a plan's fragmentation: opening it, if it is idle, and
-        protection."""
-        cfg = self.config
-        return (cfg.idle_node_penalty_milli if state.pod_count[node] == 0 else 0.0) + (
-            cfg.protect_penalty_milli if node in protected else 0.0
-        )
+        """What using ``node`` adds to a plan's fragmentation: its protection, if any."""
+        return self.config.protect_penalty_milli if node in protected else 0.0
 
     def patterns(
         self,
@@ -250,9 +234,12 @@ class BatchPlacer:
     ) -> Pattern:
         """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern."""
         work = state.copy()
-        for i in members:
-            work.bind(hint[i])
-        gpus = tuple(hint[i].gpus for i in members)
+        placed = [hint[i] for i in members]
+        for p in placed:
+            if p is None:
+                raise ValueError(f"a member of FGD's pattern on node {node} has no placement")
+            work.bind(p)
+        gpus = tuple(p.gpus for p in placed if p is not None)
         penalty = self._penalty(state, node, protected)
         return Pattern(
             node,
@@ -277,10 +264,7 @@ class BatchPlacer:
         patterns, hint_idx = self.patterns(state, pods, hint, protected)
         if not patterns:  # no pod fits any node: nothing to decide
             return self._fgd_only(hint, fgd_list, len(pods), started)
-        required = tuple(i for i, p in enumerate(hint) if p is not None) if self.config.keep_fgd_pods else ()
-        outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods, required)
-        if solver_plan is not None and any(solver_plan[i] is None for i in required):
-            solver_plan, fallback = None, "invalid"  # never trust the solver with the constraint
+        outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
         chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan, protected)
         fallback = fallback or verdict
         if fallback:
@@ -311,12 +295,11 @@ class BatchPlacer:
         patterns: list[Pattern],
         hint_idx: list[int],
         pods: list[PodSpec],
-        required: tuple[int, ...] = (),
-    ):
+    ) -> tuple[SolveOutcome | None, list[Placement | None] | None, str]:
         """(outcome, decoded plan or None, fallback reason or "")."""
         try:
             if len(pods) == 1:  # exact without a solver: the least fragmentation change wins
-                outcome = best_single(patterns, hint_idx, bool(required))
+                outcome = best_single(patterns, hint_idx)
             else:
                 cfg = self.config
                 outcome = solve_patterns(
@@ -327,7 +310,6 @@ class BatchPlacer:
                     cfg.deterministic_time if cfg.deterministic else None,
                     cfg.seed,
                     cfg.workers,
-                    required,
                 )
         except Exception as exc:  # a solver crash must never stop a run: fall back and count it
             self.last_error = repr(exc)
@@ -347,28 +329,23 @@ class BatchPlacer:
         hint: list[Placement | None],
         solver_plan: list[Placement | None] | None,
         protected: frozenset[int] = frozenset(),
-    ):
+    ) -> tuple[list[Placement | None], Objective, Objective, str]:
         """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
 
         The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
         """
-        cfg = self.config
-        penalties = dict(
-            idle_node_penalty_milli=cfg.idle_node_penalty_milli,
-            protected=protected,
-            protect_penalty_milli=cfg.protect_penalty_milli,
-        )
+        penalty = self.config.protect_penalty_milli
         fgd_list = [p for p in hint if p is not None]
-        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, None, **penalties)
+        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None, protected, penalty)
         if solver_plan is None:
             return hint, fgd_obj, fgd_obj, ""
         solver_list = [p for p in solver_plan if p is not None]
         union = {p.node for p in fgd_list} | {p.node for p in solver_list}
         try:
-            solver_obj = evaluate_plan(state, solver_list, self.objective_typical, union, **penalties)
+            solver_obj = evaluate_plan(state, solver_list, self.typical, union, protected, penalty)
         except PlanError:
             return hint, fgd_obj, fgd_obj, "invalid"
-        fgd_obj = evaluate_plan(state, fgd_list, self.objective_typical, union, **penalties)
+        fgd_obj = evaluate_plan(state, fgd_list, self.typical, union, protected, penalty)
         if solver_obj.better_than(fgd_obj):
             return solver_plan, solver_obj, fgd_obj, ""
         return hint, fgd_obj, fgd_obj, "not_better"

@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from gpudefrag.data import registry
 from gpudefrag.data.registry import DatasetEntry
@@ -157,7 +158,15 @@ def _missing_error(entry: DatasetEntry, reason: str) -> DataError:
     )
 
 
-def _progress_bar(entry: DatasetEntry, enabled: bool):
+class _ProgressBar(Protocol):
+    """What the download uses of a ``tqdm`` bar."""
+
+    def update(self, n: int) -> object: ...
+
+    def close(self) -> None: ...
+
+
+def _progress_bar(entry: DatasetEntry, enabled: bool) -> _ProgressBar | None:
     if not enabled:
         return None
     try:

@@ -23,29 +23,31 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from gpudefrag.batch.patterns import NodeView, fits_on_view, node_view, place_on_view
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+from gpudefrag.model.fit import NodeView, fits_on_view, node_view, place_on_view
 from gpudefrag.model.pods import PodSpec
 
 
 def release(view: NodeView, p: MovablePod) -> None:
     """Give ``p``'s resources back to the scratch node ``view``."""
-    view.cpu_milli += p.cpu_milli
-    view.memory_mib += p.memory_mib
+    spec = p.spec
+    view.cpu_milli += spec.cpu_milli
+    view.memory_mib += spec.memory_mib
     view.pods -= 1
     for g in p.gpus:
-        view.gpu_left[g] += p.gpu_milli
+        view.gpu_left[g] += spec.gpu_milli
 
 
 def occupy(view: NodeView, p: MovablePod) -> None:
     """Take ``p``'s resources from the scratch node ``view`` again (undoes :func:`release`)."""
-    view.cpu_milli -= p.cpu_milli
-    view.memory_mib -= p.memory_mib
+    spec = p.spec
+    view.cpu_milli -= spec.cpu_milli
+    view.memory_mib -= spec.memory_mib
     view.pods += 1
     for g in p.gpus:
-        view.gpu_left[g] -= p.gpu_milli
+        view.gpu_left[g] -= spec.gpu_milli
 
 
 def node_natural_wait_s(
@@ -129,7 +131,7 @@ def queue_harm_gpu_s(
     for g in gpus:
         listed = [p for p in pods_on_node if g in p.gpus]
         used = GPU_MILLI_PER_GPU - int(state.gpu_milli_left[node, g])
-        if sum(p.gpu_milli for p in listed) < used:
+        if sum(p.spec.gpu_milli for p in listed) < used:
             continue  # a pod we know nothing about holds it: never free for the queue
         free_at = max((p.remaining_s for p in listed), default=0.0)
         harm += pod.gpu_milli / GPU_MILLI_PER_GPU * max(duration_s - free_at, 0.0)

@@ -25,31 +25,35 @@ whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU mill
 larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
 (for the queue harm).  Pods marked do-not-disrupt and pods already migrating are never moved.
 
-Run times: with ``runtimes`` unset the planner gets the simulator's true remaining run times
-(a perfect estimate); with a :class:`~gpudefrag.defrag.runtime.ResidualLife` it gets, for a
-running pod, the mean residual life after the time since the pod first started, and for the
-blocked pod the mean run time, i.e. only what a cluster's history would tell it.
+The controller reads the cluster only through :class:`gpudefrag.model.port.ClusterPort` and
+returns actions: per plan, a :class:`~gpudefrag.model.port.Reserve` of the freed node for its
+blocked pod followed by the plan's :class:`~gpudefrag.model.port.Move` actions.  What a move
+would lose is the pod's run time since its last checkpoint plus the eviction grace period (no
+checkpoint assumed inside it).  Run times come from ``runtimes`` (a
+:class:`~gpudefrag.model.port.RuntimeEstimator`): by default a history-based estimate such as
+:class:`~gpudefrag.defrag.runtime.ResidualLife`; an experiment may pass an oracle.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpudefrag.defrag.cost import MovablePod
-from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
-from gpudefrag.defrag.runtime import ResidualLife
+from gpudefrag.defrag.planner import DefragPlanner, PlannedMove, PlannerConfig, blocked_by_fragmentation
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.sim.timed import Move, SimView
+from gpudefrag.model.port import Action, ClusterPort, Move, PendingPod, Reserve, RuntimeEstimator
 
 
 @dataclass
 class DefragController:
-    """Adapter from :class:`DefragPlanner` to the simulator's defragmenter hook."""
+    """Blocked pods -> planner -> reserve-and-move actions (module docstring)."""
 
     planner: DefragPlanner
+    runtimes: RuntimeEstimator
+    """Where run-time estimates come from."""
     blocked_pods_per_tick: int = 2
-    eviction_grace_s: float = 30.0
     replan_after_s: float = 120.0
     """A pod for which no plan was found is not planned for again before this much time has passed."""
     tick_interval_s: float = 30.0
@@ -64,8 +68,6 @@ class DefragController:
     headroom_fraction: float = 0.0
     """Pods of 2+ GPUs get plans only while this fraction of GPU capacity would stay free
     with them placed (0: always)."""
-    runtimes: ResidualLife | None = None
-    """Where run-time estimates come from (``None``: the simulator's true run times)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.headroom_fraction < 1.0:
@@ -74,46 +76,27 @@ class DefragController:
         self._last_tick = float("-inf")
 
     @classmethod
-    def with_config(cls, config: PlannerConfig, eviction_grace_s: float = 30.0) -> DefragController:
-        return cls(DefragPlanner(config), eviction_grace_s=eviction_grace_s)
+    def with_config(cls, config: PlannerConfig, runtimes: RuntimeEstimator) -> DefragController:
+        return cls(DefragPlanner(config), runtimes)
 
-    def _movable(self, view: SimView) -> list[MovablePod]:
-        out = []
-        est = self.runtimes
-        for r in view.running:
-            s = r.spec
-            # Work lost is what has run since the last checkpoint when the pod actually stops,
-            # i.e. after the grace period (no checkpoint assumed inside the grace period).
-            lost = r.work_since_checkpoint_s + self.eviction_grace_s
-            out.append(
-                MovablePod(
-                    r.pod_id,
-                    r.node,
-                    r.gpus,
-                    s.cpu_milli,
-                    s.memory_mib,
-                    s.num_gpu,
-                    s.gpu_milli,
-                    s.gpu_model_mask,
-                    run_time_s=lost,
-                    remaining_s=(
-                        r.remaining_work_s if est is None else est.remaining_s(view.now_s - r.start_s)
-                    ),
-                    checkpoint_interval_s=0.0,
-                    checkpoint_phase_s=0.0,
-                    movable=not (r.do_not_disrupt or r.migrating),
-                )
+    def _movable(self, cluster: ClusterPort) -> list[MovablePod]:
+        now_s, est = cluster.now_s, self.runtimes
+        grace_s = self.planner.config.migration.eviction_grace_s
+        return [
+            MovablePod(
+                r.pod_id,
+                r.node,
+                r.gpus,
+                r.spec,
+                lost_work_s=r.work_since_checkpoint_s + grace_s,
+                remaining_s=est.remaining_s(r, now_s),
+                movable=not (r.do_not_disrupt or r.migrating),
             )
-        return out
-
-    def _run_time_s(self, view: SimView, pod_id: int) -> float:
-        """The blocked pod's run time as the planner is told it."""
-        if self.runtimes is None:
-            return float(view.workload.duration_s[pod_id])
-        return self.runtimes.expected_s()
+            for r in cluster.running
+        ]
 
     @staticmethod
-    def competing(pending: list, pod) -> int:
+    def competing(pending: Sequence[PendingPod], pod: PodSpec) -> int:
         """Pending pods whose request fits inside ``pod``'s (``pod`` itself included)."""
         gpu = pod.gpu_milli > 0
         return sum(
@@ -138,13 +121,16 @@ class DefragController:
         """``small`` for pods of at most one GPU when they have their own budget, else ``main``."""
         return "small" if self.small_pods_per_tick > 0 and spec.num_gpu <= 1 else "main"
 
-    def plan(self, view: SimView, now_s: float) -> list[Move]:
+    def plan(self, cluster: ClusterPort) -> list[Action]:
+        """Reserve-and-move actions for this tick (none between ticks)."""
+        now_s = cluster.now_s
         if now_s - self._last_tick < self.tick_interval_s:
             return []
         self._last_tick = now_s
-        reserved_pods = set(view.reservations.values())
-        excluded = set(view.reservations)
-        state = None
+        reservations = cluster.reservations
+        reserved_pods = set(reservations.values())
+        excluded = set(reservations)
+        state: ClusterState | None = None
         running: list[MovablePod] | None = None
         limits = {
             "main": (self.blocked_pods_per_tick, self.plans_per_tick),
@@ -156,8 +142,9 @@ class DefragController:
         def spent(cls: str) -> bool:  # "small" with no budget of its own is always spent
             return tried[cls] >= limits[cls][0] or plans[cls] >= limits[cls][1]
 
-        moves: list[Move] = []
-        for pending in view.pending:
+        actions: list[Action] = []
+        pending_pods = cluster.pending
+        for pending in pending_pods:
             if spent("main") and spent("small"):
                 break
             cls = self._budget_class(pending.spec)
@@ -167,34 +154,33 @@ class DefragController:
             if last is not None and now_s - last < self.replan_after_s:
                 continue
             if state is None:
-                state = view.state
+                state = cluster.snapshot()
             if not (
                 blocked_by_fragmentation(state, pending.spec) and self.leaves_headroom(state, pending.spec)
             ):
                 continue
             if running is None:
-                running = self._movable(view)
+                running = self._movable(cluster)
             plan = self.planner.plan(
                 state,
                 running,
                 pending.spec,
                 frozenset(excluded),
-                max(1, self.competing(view.pending, pending.spec)),
-                self._run_time_s(view, pending.pod_id),
+                max(1, self.competing(pending_pods, pending.spec)),
+                self.runtimes.expected_s(pending),
             )
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1
             if plan is not None:
-                moves += [
-                    Move(m.pod_id, m.to_node, m.to_gpus, pending.pod_id, plan.target_node) for m in plan.moves
-                ]
+                actions.append(Reserve(plan.target_node, pending.pod_id))
+                actions += [Move(m.pod_id, m.to_node, m.to_gpus) for m in plan.moves]
                 plans[cls] += 1
                 running = _apply(state, running, plan.moves)  # as the next plan will find them
                 excluded.add(plan.target_node)
-        return moves
+        return actions
 
 
-def _apply(state: ClusterState, running: list[MovablePod], moves) -> list[MovablePod]:
+def _apply(state: ClusterState, running: list[MovablePod], moves: Sequence[PlannedMove]) -> list[MovablePod]:
     """Bind the moved pods on their targets in ``state`` (their sources stay held through the
     grace period) and return ``running`` with them no longer movable."""
     moved = {m.pod_id: m for m in moves}

@@ -17,7 +17,7 @@ For such a pod the planner searches exactly, per candidate node X:
 Cost = sum over S of ``gpus * (work lost since last checkpoint + restart_s)`` (GPU-seconds).
 Benefit = the blocked pod's GPUs times how much earlier the room becomes available: until
 X, or (when few pods compete for such room) some other node, would have had room as running
-pods finish on their own, less the time the plan takes to free X (``start_delay_s``, the
+pods finish on their own, less the time the plan takes to free X (the migration model's
 eviction grace period); see :mod:`gpudefrag.defrag.benefit`.  A lone pod that the next
 natural completion will serve is not worth a migration; a backlog of pods wanting the same
 room is.
@@ -31,35 +31,40 @@ instead (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`).  X is chosen by the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudefrag.batch.patterns import NodeView, fits_on_view, node_view, place_on_view
 from gpudefrag.defrag.benefit import occupy, plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
-from gpudefrag.model.gpu_models import mask_accepts
+from gpudefrag.model.fit import (
+    NodeView,
+    fits_empty_mask,
+    fits_now_mask,
+    fits_on_view,
+    node_view,
+    place_on_view,
+)
+from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies.filter import feasible_mask
+
+Destinations = list[tuple[int, tuple[int, ...]]]
+"""Where each moved pod goes: (node, GPUs), aligned with the moved pods."""
 
 
 @dataclass(frozen=True)
 class PlannerConfig:
     max_moves: int = 4
-    restart_s: float = 60.0
+    migration: MigrationModel = field(default_factory=MigrationModel)
+    """Grace and restart times: a move costs ``restart_s``; the room is ready after the grace."""
     margin: float = 0.5
     destination_search_limit: int = 2_000
     """Nodes visited by one destination search before it gives up (counts as "no destination")."""
-    start_delay_s: float = 0.0
-    """Seconds from executing a plan to the blocked pod's start (the eviction grace period)."""
     harm_weight: float = 0.0
     """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
     plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
-    consolidate_only: bool = False
-    """Move only pods on shared GPUs, and only into GPUs already shared: a plan then fills room
-    that whole-GPU pods cannot use and never takes a whole free GPU from the queue."""
 
 
 @dataclass(frozen=True)
@@ -81,31 +86,15 @@ class DefragPlan:
     harm_gpu_s: float = 0.0
 
 
-def _pod_args(pod: PodSpec | MovablePod) -> tuple[int, int, int, int, int]:
-    """The request's shape: CPU, memory, GPU count, GPU milli, accepted GPU models."""
-    return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
-
-
 def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
     """No node can host ``pod`` although the cluster's free resources cover it in total."""
-    feasible = feasible_mask(
-        state.cpu_milli_left,
-        state.memory_mib_left,
-        state.gpu_milli_left,
-        state.gpu_count,
-        state.model_id,
-        state.pod_count,
-        *_pod_args(pod),
-    )
-    if feasible.any():
+    if fits_now_mask(state, pod).any():
         return False
     if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
         return False
     if pod.gpu_milli <= 0:
         return True
-    accepted = np.array([mask_accepts(pod.gpu_model_mask, int(m)) for m in state.model_id]) & (
-        state.gpu_count > 0
-    )
+    accepted = (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
     return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
 
 
@@ -114,28 +103,19 @@ class DefragPlanner:
 
     def __init__(self, config: PlannerConfig | None = None) -> None:
         self.config = config or PlannerConfig()
+        self._fits_memo: dict[tuple[int, ...], set[int]] = {}
 
     def candidate_nodes(self, state: ClusterState, pod: PodSpec) -> list[int]:
         """Nodes whose capacity (not free space) can hold ``pod``."""
-        out = []
-        for n in range(state.num_nodes):
-            if state.cpu_capacity_milli[n] < pod.cpu_milli or state.memory_capacity_mib[n] < pod.memory_mib:
-                continue
-            if pod.gpu_milli > 0 and (
-                state.gpu_count[n] < pod.num_gpu
-                or not mask_accepts(pod.gpu_model_mask, int(state.model_id[n]))
-            ):
-                continue
-            out.append(n)
-        return out
+        return [int(n) for n in np.flatnonzero(fits_empty_mask(state, pod))]
 
     def destinations(
         self, state: ClusterState, moved: list[MovablePod], avoid: int, excluded: frozenset[int] = frozenset()
-    ) -> list[tuple[int, tuple[int, ...]]] | None:
+    ) -> Destinations | None:
         """Nodes (not ``avoid``, not ``excluded``) and GPUs for every moved pod at once, or ``None``."""
         order = sorted(
             range(len(moved)),
-            key=lambda i: (-moved[i].num_gpu * moved[i].gpu_milli, -moved[i].cpu_milli, moved[i].pod_id),
+            key=lambda i: (-moved[i].spec.total_gpu_milli, -moved[i].spec.cpu_milli, moved[i].pod_id),
         )
         views: dict[int, NodeView] = {}
         chosen: list[tuple[int, tuple[int, ...]] | None] = [None] * len(moved)
@@ -148,7 +128,7 @@ class DefragPlanner:
             return views[n]
 
         specs = [p.spec for p in moved]
-        fits_alone = [self._fits_alone(state, _pod_args(p)) for p in moved]
+        fits_alone = [self._fits_alone(state, p.spec) for p in moved]
 
         def assign(k: int) -> bool:
             if k == len(order):
@@ -163,7 +143,7 @@ class DefragPlanner:
                     return False
                 v = view_of(n)
                 trial = v.copy()
-                gpus = place_on_view(trial, spec, self.config.consolidate_only)
+                gpus = place_on_view(trial, spec)
                 if gpus is None:
                     continue
                 views[n] = trial
@@ -173,27 +153,14 @@ class DefragPlanner:
                 views[n] = v
             return False
 
-        return [c for c in chosen] if assign(0) else None  # type: ignore[misc]
+        return [c for c in chosen if c is not None] if assign(0) else None
 
-    def _fits_alone(self, state: ClusterState, key: tuple[int, int, int, int, int]) -> set[int]:
-        """Nodes where a pod of shape ``key`` (:func:`_pod_args`) fits now, on its own
-        (memoised per plan call)."""
-        found = self._fits_memo.get(key)
+    def _fits_alone(self, state: ClusterState, spec: PodSpec) -> set[int]:
+        """Nodes where a pod of ``spec``'s shape fits now, on its own (memoised per plan call)."""
+        found = self._fits_memo.get(spec.fit_key)
         if found is None:
-            found = set(
-                np.flatnonzero(
-                    feasible_mask(
-                        state.cpu_milli_left,
-                        state.memory_mib_left,
-                        state.gpu_milli_left,
-                        state.gpu_count,
-                        state.model_id,
-                        state.pod_count,
-                        *key,
-                    )
-                ).tolist()
-            )
-            self._fits_memo[key] = found
+            found = set(np.flatnonzero(fits_now_mask(state, spec)).tolist())
+            self._fits_memo[spec.fit_key] = found
         return found
 
     def plan(
@@ -215,35 +182,30 @@ class DefragPlanner:
         treated as immovable up front.
         """
         cfg = self.config
-        self._fits_memo: dict[tuple, set[int]] = {}
+        self._fits_memo = {}
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
         wanted = set(candidates)
         by_node: dict[int, list[MovablePod]] = {}
         on_node: dict[int, list[MovablePod]] = {}
-        homes: dict[tuple, set[int]] = {}  # pod shape -> nodes, not excluded, where it fits now
+        homes: dict[tuple[int, ...], set[int]] = {}  # pod shape -> nodes, not excluded, where it fits now
 
         def has_other_home(p: MovablePod) -> bool:
-            key = _pod_args(p)
+            key = p.spec.fit_key
             if key not in homes:
-                homes[key] = self._fits_alone(state, key) - excluded
+                homes[key] = self._fits_alone(state, p.spec) - excluded
             found = homes[key]
             return len(found) > 1 or (len(found) == 1 and p.node not in found)
 
         for p in running:
             on_node.setdefault(p.node, []).append(p)
-            if (
-                p.movable
-                and p.node in wanted
-                and not (cfg.consolidate_only and p.gpu_milli >= GPU_MILLI_PER_GPU)
-                and has_other_home(p)
-            ):
+            if p.movable and p.node in wanted and has_other_home(p):
                 by_node.setdefault(p.node, []).append(p)
-        weigh_harm = cfg.harm_weight > 0 and duration_s is not None
         # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
-        best: tuple[float, float, float, int, list[MovablePod], list] | None = None
+        best: tuple[float, float, float, int, list[MovablePod], Destinations] | None = None
+        restart_s = cfg.migration.restart_s
         for x in candidates:
-            pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, cfg.restart_s), p.pod_id))
-            costs = [move_cost_gpu_s(p, cfg.restart_s) for p in pods_x]
+            pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, restart_s), p.pod_id))
+            costs = [move_cost_gpu_s(p, restart_s) for p in pods_x]
             view = node_view(state, x)
             # harm >= 0, so a plan costing at least the best total cannot win
             found = self._search_node(
@@ -253,7 +215,7 @@ class DefragPlanner:
                 continue
             harm = (
                 queue_harm_gpu_s(state, x, on_node.get(x, []), found[1], pod, duration_s)
-                if weigh_harm
+                if cfg.harm_weight > 0 and duration_s is not None
                 else 0.0
             )
             total = found[0] + cfg.harm_weight * harm
@@ -262,7 +224,9 @@ class DefragPlanner:
         if best is None:
             return None
         total, cost, harm, x, moved, dest = best
-        benefit = plan_benefit_gpu_s(state, running, pod, x, candidates, cfg.start_delay_s, competing)
+        benefit = plan_benefit_gpu_s(
+            state, running, pod, x, candidates, cfg.migration.eviction_grace_s, competing
+        )
         if benefit < (1.0 + cfg.margin) * total:
             return None
         moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))
@@ -278,13 +242,14 @@ class DefragPlanner:
         pod: PodSpec,
         bound: float,
         excluded: frozenset[int],
-    ):
+    ) -> tuple[float, list[MovablePod], Destinations] | None:
         """Cheapest non-empty subset of ``pods_x`` (≤ max_moves) freeing room on ``x`` and with
         destinations elsewhere; (cost, subset, destinations) or ``None``."""
-        best: list = [bound, None, None]
+        best_cost = bound
+        best: tuple[float, list[MovablePod], Destinations] | None = None
 
         whole = pod.gpu_milli >= GPU_MILLI_PER_GPU
-        max_gpus = max((p.num_gpu for p in pods_x), default=0)
+        max_gpus = max((p.spec.num_gpu for p in pods_x), default=0)
         freed = view.copy()  # the node with the pods of ``chosen`` gone (kept in step by the DFS)
         chosen: list[MovablePod] = []
 
@@ -304,16 +269,17 @@ class DefragPlanner:
             return None
 
         def dfs(start: int, cost: float) -> None:
+            nonlocal best_cost, best
             for j in range(start, len(pods_x)):
                 c = cost + costs[j]
-                if c >= best[0]:
+                if c >= best_cost:
                     return  # costs ascend: every later pod costs at least as much
                 chosen.append(pods_x[j])
                 release(freed, pods_x[j])
                 if fits_on_view(freed, pod):
                     dest = self.destinations(state, list(chosen), x, excluded)
                     if dest is not None:
-                        best[0], best[1], best[2] = c, list(chosen), dest
+                        best_cost, best = c, (c, list(chosen), dest)
                     # a superset of a fitting set only costs more: no deeper search
                 elif len(chosen) < self.config.max_moves and not too_few_moves_left():
                     dfs(j + 1, c)
@@ -321,4 +287,4 @@ class DefragPlanner:
                 chosen.pop()
 
         dfs(0, 0.0)
-        return None if best[1] is None else (best[0], best[1], best[2])
+        return best

@@ -81,6 +81,7 @@ class PolicySummary:
 def _check_one(task: tuple[str, str, int]) -> RunCheck:
     workload, policy, seed = task
     out = run_experiment(workload, policy, seed, with_frag=True)
+    assert out.frag_curve is not None  # with_frag=True: the run tracks fragmentation, so it has the curve
     key = (out.workload, PUBLISHED_LABEL[policy], seed)
     published = published_curves(ALLOC_FILE)[key]
     published_frag = published_curves(FRAG_FILE).get(key, np.full_like(published, np.nan))

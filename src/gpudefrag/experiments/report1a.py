@@ -42,9 +42,9 @@ def write_tables(runs: list[VariantRun], folder: Path) -> list[Path]:
     if rows:
         batches = folder / "batches.csv"
         with atomic_write(batches) as fh:
-            out = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            out.writeheader()
-            out.writerows(rows)
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
         paths.append(batches)
     return paths
 

@@ -1,4 +1,5 @@
-"""Suite 1b report: tidy CSV, Markdown with paired statistics, PNG charts."""
+"""Suite 1b report: tidy CSV, Markdown with paired statistics and the suite's acceptance checks,
+PNG charts."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments import bars1b
+from gpudefrag.experiments import acceptance1b
+from gpudefrag.experiments.acceptance1b import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.bars1b import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.environment import environment_lines
 from gpudefrag.experiments.stats import mean_ci
 from gpudefrag.experiments.suite1b import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
@@ -77,12 +78,6 @@ def _solver(config: Suite1bConfig) -> str:
         if cfg.min_solver_batch <= 1
         else f"{first} if it has {cfg.min_solver_batch}+ pods"
     )
-    penalty = (
-        f"opening an idle node costs {cfg.idle_node_penalty_milli:g} milli-GPU of fragmentation"
-        if cfg.idle_node_penalty_milli > 0
-        else "no idle-node penalty"
-    )
-    keep = "keeps every pod FGD places" if cfg.keep_fgd_pods else "may drop pods FGD places"
     protect = (
         f"every batch keeps off the node closest to fitting each of the first "
         f"{cfg.protect_blocked} blocked pod(s) of {cfg.protect_min_gpus}+ GPUs while it fits "
@@ -90,7 +85,7 @@ def _solver(config: Suite1bConfig) -> str:
         if cfg.protect_blocked > 0
         else "no node protected for blocked pods"
     )
-    return f"{lone}, {penalty}, {keep}, {protect}"
+    return f"{lone}, {protect}"
 
 
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
@@ -176,7 +171,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
         ]
         for rs_s in sweep:
             rs = _select(runs, config.sweep_variant, config.sweep_load, rs_s)
-            alloc, useful, wait = (
+            alloc_cell, useful_cell, wait_cell = (
                 _paired_cell(
                     runs,
                     config.sweep_variant,
@@ -189,17 +184,18 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                 for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0))
             )
             lines.append(
-                f"| {rs_s:g} | {alloc} | {useful} | "
+                f"| {rs_s:g} | {alloc_cell} | {useful_cell} | "
                 f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
-                f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait} |"
+                f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait_cell} |"
             )
         lines.append("")
-    lines += bars1b.markdown_lines(runs, config)
+    lines += acceptance1b.markdown_lines(runs, config)
     lines += [
         "![allocation](suite1b.png)",
         "",
         "Each point below is one seed: allocation gained over FGD against p95 wait added; the "
-        "shaded box is where the defrag bar asks a variant's mean to land (load 1.0).",
+        "shaded box is where the defragmentation check asks a variant's mean to land "
+        f"(load {config.acceptance.defrag_load:.1f}).",
         "",
         f"![trade-off]({TRADEOFF_PNG})",
         "",
@@ -235,7 +231,8 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         (axes[1], "wait_p95_s", "wait p95 minus FGD (s)"),
     ):
         for k, v in enumerate(others):
-            means, errs = [], []
+            means: list[float] = []
+            errs: list[float] = []
             for load in config.loads:
                 p = paired_to_control(runs, v, load, config.restart_s, metric)
                 if p is None:
@@ -259,13 +256,13 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         ("gpu_alloc_pct", "allocation"),
         ("gpu_useful_pct", "net of the GPU time migrations waste"),
     ):
-        diffs = [
+        pairs = [
             paired_to_control(
                 runs, config.sweep_variant, config.sweep_load, s, metric, control_restart_s=config.restart_s
             )
             for s in sweep
         ]
-        diffs = [p.diff for p in diffs if p is not None]
+        diffs = [p.diff for p in pairs if p is not None]
         if sweep and len(diffs) == len(sweep):
             axes[2].errorbar(
                 sweep,
@@ -334,12 +331,14 @@ def tradeoff_slope(runs: list[Run1b], config: Suite1bConfig, load: float) -> tup
 
 def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     """One panel per load: each seed's (allocation gained, p95 wait added) over FGD per variant,
-    the variant means as large markers, and at load 1.0 the box the defrag bar asks for."""
+    the variant means as large markers, and at the defragmentation check's load the box that
+    check asks for."""
     plt = _pyplot()
     loads = list(config.loads)
     fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4.5), squeeze=False)
     others = [v for v in config.variants if v != CONTROL]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    limits = config.acceptance
     for ax, load in zip(axes[0], loads):
         for k, v in enumerate(others):
             x, y = _variant_points(runs, v, load, config.restart_s)
@@ -350,16 +349,16 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
             ax.scatter(
                 [np.mean(x)], [np.mean(y)], s=110, marker="D", edgecolor="black", color=colour, label=v
             )
-        if load == bars1b.DEFRAG_LOAD:
-            x_hi = max(ax.get_xlim()[1], bars1b.DEFRAG_MIN_GAIN_PP + 0.5)
+        if load == limits.defrag_load:
+            x_hi = max(ax.get_xlim()[1], limits.defrag_min_gain_pp + 0.5)
             y_lo = min(ax.get_ylim()[0], -10.0)
             ax.fill_between(
-                [bars1b.DEFRAG_MIN_GAIN_PP, x_hi],
+                [limits.defrag_min_gain_pp, x_hi],
                 y_lo,
-                bars1b.DEFRAG_MAX_P95_WAIT_S,
+                limits.defrag_max_p95_wait_added_s,
                 color="green",
                 alpha=0.12,
-                label="defrag bar (mean)",
+                label="defragmentation check (mean)",
             )
             ax.set_xlim(right=x_hi)
             ax.set_ylim(bottom=y_lo)

@@ -21,12 +21,25 @@ import math
 
 import numpy as np
 from numba import njit
+from numpy.typing import NDArray
+
+from gpudefrag.jit import njit_no_nrt
 
 Q1, Q2, Q3, Q4, XL, XR, NA = 0, 1, 2, 3, 4, 5, 6
 
 
-@njit(cache=True, _nrt=False)
-def node_frag_milli(cpu_left, gpu_left, gpu_count, model, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq):
+@njit_no_nrt
+def node_frag_milli(
+    cpu_left: int,
+    gpu_left: NDArray[np.int64],
+    gpu_count: int,
+    model: int,
+    tp_cpu: NDArray[np.int64],
+    tp_gpu: NDArray[np.int64],
+    tp_num: NDArray[np.int64],
+    tp_mask: NDArray[np.int64],
+    tp_freq: NDArray[np.float64],
+) -> float:
     """Fragmentation F of one node in milli-GPU (``gpu_left`` is the node's GPU row)."""
     idle = 0
     for g in range(gpu_count):
@@ -73,30 +86,30 @@ def node_frag_milli(cpu_left, gpu_left, gpu_count, model, tp_cpu, tp_gpu, tp_num
     return b0 + b1 + b3 + b4 + b5 + b6
 
 
-@njit(cache=True, _nrt=False)
-def fgd_score(delta_milli):
+@njit_no_nrt
+def fgd_score(delta_milli: float) -> np.int64:
     """FGD's integer score: ``int64(sigmoid(delta / 1000) * 100)``, truncated toward zero."""
     s = 1.0 / (1.0 + math.exp(-(delta_milli / 1000.0)))
     return np.int64(s * 100.0)
 
 
-@njit(cache=True, _nrt=False)
+@njit_no_nrt
 def fgd_node_score(
-    cpu_left,
-    gpu_left,
-    gpu_count,
-    model,
-    f0,
-    pod_cpu,
-    pod_num,
-    pod_milli,
-    tp_cpu,
-    tp_gpu,
-    tp_num,
-    tp_mask,
-    tp_freq,
-    scratch,
-):
+    cpu_left: int,
+    gpu_left: NDArray[np.int64],
+    gpu_count: int,
+    model: int,
+    f0: float,
+    pod_cpu: int,
+    pod_num: int,
+    pod_milli: int,
+    tp_cpu: NDArray[np.int64],
+    tp_gpu: NDArray[np.int64],
+    tp_num: NDArray[np.int64],
+    tp_mask: NDArray[np.int64],
+    tp_freq: NDArray[np.float64],
+    scratch: NDArray[np.int64],
+) -> tuple[np.int64, int]:
     """FGD's score of one node for one pod, and the GPU a sharing pod would take (-1 otherwise).
 
     Sharing pods: the best truncated score over GPUs with ``left >= milli``, lowest index on ties
@@ -149,19 +162,19 @@ def fgd_node_score(
 
 @njit(cache=True)
 def refresh_frag(
-    cpu_left,
-    gpu_left,
-    gpu_count,
-    model,
-    version,
-    frag,
-    frag_version,
-    tp_cpu,
-    tp_gpu,
-    tp_num,
-    tp_mask,
-    tp_freq,
-):
+    cpu_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    model: NDArray[np.int64],
+    version: NDArray[np.int64],
+    frag: NDArray[np.float64],
+    frag_version: NDArray[np.int64],
+    tp_cpu: NDArray[np.int64],
+    tp_gpu: NDArray[np.int64],
+    tp_num: NDArray[np.int64],
+    tp_mask: NDArray[np.int64],
+    tp_freq: NDArray[np.float64],
+) -> int:
     """Recompute ``frag[n]`` for every node whose version changed; returns how many changed."""
     changed = 0
     for n in range(cpu_left.shape[0]):

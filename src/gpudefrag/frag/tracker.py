@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.frag.kernels import node_frag_milli, refresh_frag
-from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState
 
 
@@ -13,18 +14,12 @@ class FragTracker:
     """Keeps ``F(node)`` for one state's nodes and their running sum (the cluster's frag amount)."""
 
     def __init__(self, typical: TypicalPods, state: ClusterState) -> None:
-        self._tp = (
-            typical.cpu_milli,
-            typical.gpu_milli,
-            typical.num_gpu,
-            typical.gpu_model_mask,
-            typical.freq,
-        )
+        self._tp: TypicalArrays = typical.kernel_args
         self.frag_milli = np.zeros(state.num_nodes, dtype=np.float64)
         self._version = np.full(state.num_nodes, -1, dtype=np.int64)
         self.refresh(state)
 
-    def refresh(self, state: ClusterState) -> np.ndarray:
+    def refresh(self, state: ClusterState) -> NDArray[np.float64]:
         """Per-node F for ``state`` (recomputing every node whose version changed)."""
         refresh_frag(
             state.cpu_milli_left,

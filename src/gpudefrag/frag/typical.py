@@ -15,29 +15,42 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.gpu_models import gpu_model_mask
 from gpudefrag.model.pods import PodBatch
 
 POPULARITY_THRESHOLD_PERCENT = 95
 
+TypicalArrays: TypeAlias = tuple[
+    NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]
+]
+"""``(cpu_milli, gpu_milli, num_gpu, gpu_model_mask, freq)`` of :class:`TypicalPods`: the trailing
+``tp_*`` arguments of the fragmentation kernels."""
+
 
 @dataclass(frozen=True)
 class TypicalPods:
     """Typical pods as arrays, in the reference's list order (the order sums are taken in)."""
 
-    cpu_milli: np.ndarray
-    gpu_milli: np.ndarray
-    num_gpu: np.ndarray
-    gpu_model_mask: np.ndarray
-    freq: np.ndarray
-    count: np.ndarray
+    cpu_milli: NDArray[np.int64]
+    gpu_milli: NDArray[np.int64]
+    num_gpu: NDArray[np.int64]
+    gpu_model_mask: NDArray[np.int64]
+    freq: NDArray[np.float64]
+    count: NDArray[np.int64]
     gpu_spec: tuple[str, ...]
 
     def __len__(self) -> int:
         return len(self.freq)
+
+    @property
+    def kernel_args(self) -> TypicalArrays:
+        """The trailing ``tp_*`` arguments of the fragmentation kernels (:data:`TypicalArrays`)."""
+        return (self.cpu_milli, self.gpu_milli, self.num_gpu, self.gpu_model_mask, self.freq)
 
     def rows(self) -> list[tuple[int, int, int, str, int, float]]:
         """(cpu_milli, gpu_milli, num_gpu, gpu_spec, count, freq) per typical pod."""
@@ -80,26 +93,4 @@ def typical_pods(pods: PodBatch, threshold_percent: int = POPULARITY_THRESHOLD_P
         freq=np.array(freqs, dtype=np.float64),
         count=np.array([c for _, c in kept], dtype=np.int64),
         gpu_spec=tuple(k[3] for k, _ in kept),
-    )
-
-
-def gpu_weighted(typical: TypicalPods) -> TypicalPods:
-    """The same classes with frequencies proportional to count x GPU size (``num_gpu * gpu_milli``).
-
-    Fragmentation measured against these counts a GPU that an 8-GPU class cannot use eight
-    times as much as one a single-GPU class cannot use; CPU-only classes weigh nothing.
-    """
-    size = (typical.num_gpu * typical.gpu_milli).astype(np.float64)
-    weight = typical.freq * size
-    total = weight.sum()
-    if total <= 0:
-        raise ValueError("no GPU class among the typical pods")
-    return TypicalPods(
-        typical.cpu_milli,
-        typical.gpu_milli,
-        typical.num_gpu,
-        typical.gpu_model_mask,
-        weight / total,
-        typical.count,
-        typical.gpu_spec,
     )

@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU, MAX_GPUS_PER_NODE, MAX_PODS_PER_NODE
 from gpudefrag.model.gpu_models import mask_accepts
 from gpudefrag.model.pods import PodSpec
 
-_VERSION_STATE = {"pid": -1, "counter": itertools.count()}
+
+class _VersionState(TypedDict):
+    pid: int
+    counter: Iterator[int]
+
+
+_VERSION_STATE: _VersionState = {"pid": -1, "counter": itertools.count()}
 
 
 def _next_version() -> int:
@@ -49,7 +58,7 @@ def affinity_tag(pod: PodSpec) -> int:
     return pod.num_gpu
 
 
-def _fresh_versions(n: int) -> np.ndarray:
+def _fresh_versions(n: int) -> NDArray[np.int64]:
     return np.array([_next_version() for _ in range(n)], dtype=np.int64)
 
 
@@ -77,11 +86,11 @@ class ClusterState:
     def __init__(
         self,
         names: list[str] | tuple[str, ...],
-        model_id: np.ndarray,
-        gpu_count: np.ndarray,
-        cpu_milli: np.ndarray,
-        memory_mib: np.ndarray,
-        tie_rank: np.ndarray | None = None,
+        model_id: NDArray[np.int64],
+        gpu_count: NDArray[np.int64],
+        cpu_milli: NDArray[np.int64],
+        memory_mib: NDArray[np.int64],
+        tie_rank: NDArray[np.int64] | None = None,
     ) -> None:
         n = len(names)
         self.names = tuple(names)
@@ -225,7 +234,7 @@ class ClusterState:
         self.pod_count[node] = MAX_PODS_PER_NODE
         self._touch(node)
 
-    def snapshot(self) -> tuple:
+    def snapshot(self) -> tuple[bytes, bytes, bytes, bytes, bytes, int]:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
         return (
             self.cpu_milli_left.tobytes(),

@@ -16,8 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU, MAX_GPUS_PER_NODE
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,11 @@ class PodBatch:
     """Many pods as parallel arrays (int64), plus names and constraint strings."""
 
     names: tuple[str, ...]
-    cpu_milli: np.ndarray
-    memory_mib: np.ndarray
-    num_gpu: np.ndarray
-    gpu_milli: np.ndarray
-    gpu_model_mask: np.ndarray
+    cpu_milli: IntArray
+    memory_mib: IntArray
+    num_gpu: IntArray
+    gpu_milli: IntArray
+    gpu_model_mask: IntArray
     gpu_spec: tuple[str, ...]
 
     def __len__(self) -> int:
@@ -107,8 +110,9 @@ class PodBatch:
         )
 
     @property
-    def total_gpu_milli(self) -> np.ndarray:
-        return self.gpu_milli * self.num_gpu
+    def total_gpu_milli(self) -> IntArray:
+        total: IntArray = self.gpu_milli * self.num_gpu
+        return total
 
     def take(self, order: np.ndarray | list[int], names: list[str] | None = None) -> PodBatch:
         """Pods in the given index order (indices may repeat: clones), optionally renamed."""

@@ -9,13 +9,26 @@ does not fit); the highest score wins and ``state.tie_rank`` breaks ties (lowest
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.cluster import ClusterState, Placement, affinity_tag
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies import baseline_kernel as bk
 from gpudefrag.policies.gpu_choice import choose_gpus_best
+
+StateArrays: TypeAlias = tuple[
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+]
+"""``(cpu_milli_left, memory_mib_left, gpu_milli_left, gpu_count, model_id, pod_count, affinity)``."""
 
 
 class Policy(ABC):
@@ -28,7 +41,7 @@ class Policy(ABC):
         """Where ``pod`` goes on ``state`` (``None``: fits nowhere).  Must not mutate ``state``."""
 
     @abstractmethod
-    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         """Integer score per node, -1 where infeasible."""
 
     def reset(self) -> None:  # noqa: B027 (a no-op default, not abstract)
@@ -46,7 +59,7 @@ class BaselinePolicy(Policy):
         self.name = name
         self._kernel_id = kernel_id
 
-    def _state_args(self, state: ClusterState) -> tuple:
+    def _state_args(self, state: ClusterState) -> StateArrays:
         return (
             state.cpu_milli_left,
             state.memory_mib_left,
@@ -57,7 +70,7 @@ class BaselinePolicy(Policy):
             state.affinity,
         )
 
-    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         return bk.score_nodes(
             self._kernel_id, *self._state_args(state), *pod_args(pod), max(affinity_tag(pod), 0)
         )

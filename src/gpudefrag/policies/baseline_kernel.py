@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numpy.typing import NDArray
 
+from gpudefrag.jit import njit_no_nrt
+from gpudefrag.model.fit import node_fits
 from gpudefrag.policies import best_fit, dot_product, gpu_clustering, gpu_packing
-from gpudefrag.policies.filter import node_feasible
 
 BESTFIT, GPUPACKING, GPUCLUSTERING, DOTPROD = 0, 1, 2, 3
 INFEASIBLE = -1
 
 
-@njit(cache=True, _nrt=False)
-def _score(policy, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num, pod_milli, pod_tag):
+@njit_no_nrt
+def _score(
+    policy: int,
+    n: int,
+    cpu_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    affinity: NDArray[np.int64],
+    pod_cpu: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_tag: int,
+) -> np.int64:
     if policy == BESTFIT:
         return best_fit.score(n, cpu_left, gpu_left, gpu_count, pod_cpu, pod_num, pod_milli)
     if policy == GPUPACKING:
@@ -30,26 +43,26 @@ def _score(policy, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num,
 
 @njit(cache=True)
 def score_nodes(
-    policy,
-    cpu_left,
-    mem_left,
-    gpu_left,
-    gpu_count,
-    model,
-    pod_count,
-    affinity,
-    pod_cpu,
-    pod_mem,
-    pod_num,
-    pod_milli,
-    pod_mask,
-    pod_tag,
-):
+    policy: int,
+    cpu_left: NDArray[np.int64],
+    mem_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    model: NDArray[np.int64],
+    pod_count: NDArray[np.int64],
+    affinity: NDArray[np.int64],
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+) -> NDArray[np.int64]:
     """Integer score per node; ``INFEASIBLE`` (-1) where the pod does not fit."""
     n_nodes = cpu_left.shape[0]
     out = np.full(n_nodes, INFEASIBLE, dtype=np.int64)
     for n in range(n_nodes):
-        if node_feasible(
+        if node_fits(
             n,
             cpu_left,
             mem_left,
@@ -71,27 +84,27 @@ def score_nodes(
 
 @njit(cache=True)
 def select_node(
-    policy,
-    cpu_left,
-    mem_left,
-    gpu_left,
-    gpu_count,
-    model,
-    pod_count,
-    affinity,
-    rank,
-    pod_cpu,
-    pod_mem,
-    pod_num,
-    pod_milli,
-    pod_mask,
-    pod_tag,
-):
+    policy: int,
+    cpu_left: NDArray[np.int64],
+    mem_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    model: NDArray[np.int64],
+    pod_count: NDArray[np.int64],
+    affinity: NDArray[np.int64],
+    rank: NDArray[np.int64],
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+) -> int:
     """Feasible node with the highest score, lowest ``rank`` on ties; -1 if none fits."""
     best = -1
     best_score = np.int64(0)
     for n in range(cpu_left.shape[0]):
-        if not node_feasible(
+        if not node_fits(
             n,
             cpu_left,
             mem_left,

@@ -9,15 +9,24 @@ raw score decides.  GPU choice: ``best``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numpy.typing import NDArray
 
+from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.constants import MAX_SPEC_CPU_MILLI, MAX_SPEC_GPU_MILLI
 
 NAME = "bestfit"
 
 
-@njit(cache=True, _nrt=False)
-def score(n, cpu_left, gpu_left, gpu_count, pod_cpu, pod_num, pod_milli):
+@njit_no_nrt
+def score(
+    n: int,
+    cpu_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    pod_cpu: int,
+    pod_num: int,
+    pod_milli: int,
+) -> np.int64:
     tl = 0
     for g in range(gpu_count[n]):
         tl += gpu_left[n, g]

@@ -8,9 +8,12 @@ lowest-index free GPUs.  Ties between nodes go to the lowest ``tie_rank``.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Literal, TypeAlias, overload
 
-from gpudefrag.frag.typical import TypicalPods
+import numpy as np
+from numpy.typing import NDArray
+
+from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.base import Policy, pod_args
@@ -18,6 +21,15 @@ from gpudefrag.policies.fgd_kernel import fgd_scores, fgd_select
 from gpudefrag.policies.gpu_choice import exclusive_gpus
 
 NAME = "fgd"
+
+_I64: TypeAlias = NDArray[np.int64]
+_F64: TypeAlias = NDArray[np.float64]
+_KernelArgs: TypeAlias = tuple[_I64, _I64, _I64, _I64, _I64, _I64, _I64, _F64, _I64, _I64, _I64, _I64, int]
+"""State, cache and shape-key arguments of :func:`fgd_scores`."""
+_RankedKernelArgs: TypeAlias = tuple[
+    _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _F64, _I64, _I64, _I64, _I64, int
+]
+"""The same with ``tie_rank`` after ``version``: the arguments of :func:`fgd_select`."""
 
 
 class FgdPolicy(Policy):
@@ -27,13 +39,7 @@ class FgdPolicy(Policy):
 
     def __init__(self, typical: TypicalPods) -> None:
         self.typical = typical
-        self._tp = (
-            typical.cpu_milli,
-            typical.gpu_milli,
-            typical.num_gpu,
-            typical.gpu_model_mask,
-            typical.freq,
-        )
+        self._tp: TypicalArrays = typical.kernel_args
         self.reset()
 
     def reset(self) -> None:
@@ -67,7 +73,11 @@ class FgdPolicy(Policy):
         for new, prev in zip((self._cache_score, self._cache_gpu, self._cache_version), old):
             new[:, : prev.shape[1]] = prev
 
-    def _args(self, state: ClusterState, key: int, with_rank: bool) -> tuple:
+    @overload
+    def _args(self, state: ClusterState, key: int, with_rank: Literal[True]) -> _RankedKernelArgs: ...
+    @overload
+    def _args(self, state: ClusterState, key: int, with_rank: Literal[False]) -> _KernelArgs: ...
+    def _args(self, state: ClusterState, key: int, with_rank: bool) -> _RankedKernelArgs | _KernelArgs:
         head = (
             state.cpu_milli_left,
             state.memory_mib_left,
@@ -77,9 +87,7 @@ class FgdPolicy(Policy):
             state.pod_count,
             state.version,
         )
-        if with_rank:
-            head += (state.tie_rank,)
-        return head + (
+        tail = (
             self._frag,
             self._frag_version,
             self._cache_score,
@@ -87,6 +95,9 @@ class FgdPolicy(Policy):
             self._cache_version,
             key,
         )
+        if with_rank:
+            return head + (state.tie_rank,) + tail
+        return head + tail
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
         key = self._ensure(state, pod)
@@ -101,15 +112,17 @@ class FgdPolicy(Policy):
             gpus = ()
         return Placement(int(node), gpus, pod)
 
-    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         return self.score_nodes_and_gpus(state, pod)[0]
 
-    def score_nodes_and_gpus(self, state: ClusterState, pod: PodSpec) -> tuple[np.ndarray, np.ndarray]:
+    def score_nodes_and_gpus(
+        self, state: ClusterState, pod: PodSpec
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Scores per node (-1 infeasible) and the GPU a sharing pod would take on each."""
         key = self._ensure(state, pod)
         return fgd_scores(*self._args(state, key, False), *pod_args(pod), *self._tp)
 
-    def node_frag_milli(self, state: ClusterState) -> np.ndarray:
+    def node_frag_milli(self, state: ClusterState) -> NDArray[np.float64]:
         """Current F(node) of every node (milli-GPU), from the cache where it is fresh."""
         from gpudefrag.frag.kernels import refresh_frag
 

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.pods import PodSpec
 
 
-def exclusive_gpus(gpu_left_row: np.ndarray, gpu_count: int, num_gpu: int) -> tuple[int, ...]:
+def exclusive_gpus(gpu_left_row: NDArray[np.int64], gpu_count: int, num_gpu: int) -> tuple[int, ...]:
     """Lowest-index fully free GPUs, ``num_gpu`` of them."""
     free = [g for g in range(gpu_count) if gpu_left_row[g] == GPU_MILLI_PER_GPU]
     if len(free) < num_gpu:
@@ -22,7 +23,7 @@ def exclusive_gpus(gpu_left_row: np.ndarray, gpu_count: int, num_gpu: int) -> tu
     return tuple(free[:num_gpu])
 
 
-def best_fit_gpu(gpu_left_row: np.ndarray, gpu_count: int, milli: int) -> int:
+def best_fit_gpu(gpu_left_row: NDArray[np.int64], gpu_count: int, milli: int) -> int:
     """Smallest ``left >= milli``; the lowest index wins a tie (strict ``<`` while scanning)."""
     best = -1
     for g in range(gpu_count):
@@ -34,7 +35,7 @@ def best_fit_gpu(gpu_left_row: np.ndarray, gpu_count: int, milli: int) -> int:
     return best
 
 
-def choose_gpus_best(gpu_left_row: np.ndarray, gpu_count: int, pod: PodSpec) -> tuple[int, ...]:
+def choose_gpus_best(gpu_left_row: NDArray[np.int64], gpu_count: int, pod: PodSpec) -> tuple[int, ...]:
     """GPU indices for ``pod`` under the ``best`` selection method."""
     if pod.gpu_milli <= 0:
         return ()

@@ -8,15 +8,24 @@ node has no GPU pods, ``+0`` if the node has only other tags.  GPU choice: ``bes
 
 from __future__ import annotations
 
-from numba import njit
+import numpy as np
+from numpy.typing import NDArray
 
+from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.constants import MAX_SPEC_GPU_MILLI
 
 NAME = "gpuclustering"
 
 
-@njit(cache=True, _nrt=False)
-def score(n, gpu_left, gpu_count, affinity, pod_milli, pod_tag):
+@njit_no_nrt
+def score(
+    n: int,
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    affinity: NDArray[np.int64],
+    pod_milli: int,
+    pod_tag: int,
+) -> int:
     if pod_milli <= 0:
         return 0
     tl = 0

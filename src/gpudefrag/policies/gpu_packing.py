@@ -12,13 +12,18 @@ GPU choice: ``best``.
 
 from __future__ import annotations
 
-from numba import njit
+import numpy as np
+from numpy.typing import NDArray
+
+from gpudefrag.jit import njit_no_nrt
 
 NAME = "gpupacking"
 
 
-@njit(cache=True, _nrt=False)
-def score(n, gpu_left, gpu_count, pod_num, pod_milli):
+@njit_no_nrt
+def score(
+    n: int, gpu_left: NDArray[np.int64], gpu_count: NDArray[np.int64], pod_num: int, pod_milli: int
+) -> int:
     if pod_milli <= 0:
         return 0
     count = gpu_count[n]

@@ -8,11 +8,12 @@ nondeterministic, so it cannot be reproduced bit for bit; we draw from a seeded 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.fit import feasible_mask
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.base import Policy, pod_args
-from gpudefrag.policies.filter import feasible_mask
 from gpudefrag.policies.gpu_choice import exclusive_gpus
 
 NAME = "random"
@@ -34,7 +35,7 @@ class RandomPolicy(Policy):
         self.seed = seed
         self.reset()
 
-    def _mask(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+    def _mask(self, state: ClusterState, pod: PodSpec) -> NDArray[np.bool_]:
         return feasible_mask(
             state.cpu_milli_left,
             state.memory_mib_left,
@@ -45,7 +46,7 @@ class RandomPolicy(Policy):
             *pod_args(pod),
         )
 
-    def score_nodes(self, state: ClusterState, pod: PodSpec) -> np.ndarray:
+    def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         """Every feasible node scores 0 (the choice is random, not score-based)."""
         return np.where(self._mask(state, pod), 0, -1).astype(np.int64)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudefrag.frag.tracker import FragTracker
-from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodBatch
 from gpudefrag.policies.base import Policy
 
@@ -57,7 +57,7 @@ class ArrivalRecorder:
             frag.refresh(state)
         self.started = time.perf_counter()
 
-    def record(self, i: int, placement) -> None:
+    def record(self, i: int, placement: Placement | None) -> None:
         """Bind pod ``i``'s placement (if any) and record the row after its event."""
         if placement is not None:
             self.state.bind(placement)
@@ -66,7 +66,7 @@ class ArrivalRecorder:
             if self.frag is not None:
                 self.frag.update(self.state, placement.node)
         self.used[i] = self.state.used_gpu_milli
-        if self.frag_milli is not None:
+        if self.frag_milli is not None and self.frag is not None:
             self.frag_milli[i] = self.frag.total_milli
 
     def result(self) -> ArrivalResult:

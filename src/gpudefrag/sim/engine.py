@@ -74,7 +74,7 @@ class EventLog:
         self._hash = hashlib.sha256()
         self.count = 0
 
-    def record(self, time_s: float, event_class: int, payload: tuple = ()) -> None:
+    def record(self, time_s: float, event_class: int, payload: tuple[Any, ...] = ()) -> None:
         text = f"{float(time_s)!r}|{int(event_class)}|{_canonical(tuple(payload))}\n"
         self._hash.update(text.encode())
         self.count += 1

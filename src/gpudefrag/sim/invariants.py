@@ -1,121 +1,119 @@
-"""Invariant checks of the time-driven simulator (see the :mod:`gpudefrag.sim.timed` docstring).
+"""Invariant checks of the time-driven simulator, an observer run after every event.
 
-:class:`InvariantChecks` holds the ``_Sim`` methods that check *capacity* and
-*resource-accounting* (per node, in one kernel call; on a full check also the count of wholly
-free GPUs) and *pod-sets* after an event.
+After each event, on the nodes and pods it touched (on all of them every ``full_check_every``
+events): *capacity* (nothing negative or above capacity), *resource-accounting* (per node, the
+running pods' requests equal capacity minus what is left; on a full check also the count of
+wholly free GPUs) and *pod-sets* (each pod in exactly one of pending, running, completed,
+rejected, as its lifecycle phase says).  A violation raises :class:`InvariantError` naming the
+event and the rule.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit
 
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
-from gpudefrag.sim.timed_types import EVENT_NAMES, PENDING, RUNNING, STATUS_NAMES, InvariantError
+from gpudefrag.sim.core import SimCore
+from gpudefrag.sim.events import Event, InvariantError, Payload
+from gpudefrag.sim.lifecycle import PodPhase
+
+IntArray = npt.NDArray[np.int64]
 
 
-class InvariantChecks:
-    """The simulator's invariant checks (mixed into :class:`gpudefrag.sim.timed._Sim`)."""
+class InvariantChecker:
+    def __init__(self, core: SimCore, full_check_every: int) -> None:
+        self._core = core
+        self._every = full_check_every
 
-    def _fail(self, t: float, cls: int, payload: tuple, rule: str, detail: str) -> None:
-        raise InvariantError(
-            f"invariant '{rule}' violated after {EVENT_NAMES[cls]} event at "
-            f"t={t!r} s (payload {payload}): {detail}"
-        )
-
-    def _check(self, t: float, cls: int, payload: tuple) -> None:
-        every = self.config.full_check_every
-        full = every > 0 and self.log.count % every == 0
-        s = self.state
-        nodes = (
-            np.arange(s.num_nodes)
-            if full
-            else np.fromiter(self.touched_nodes, dtype=np.int64, count=len(self.touched_nodes))
-        )
+    def __call__(self, t: float, cls: int, payload: Payload) -> None:
+        core = self._core
+        full = self._every > 0 and core.log.count % self._every == 0
+        ledger, s = core.ledger, core.ledger.state
+        touched = core.touched.nodes
+        nodes = np.arange(s.num_nodes) if full else np.fromiter(touched, dtype=np.int64, count=len(touched))
         if nodes.size:
             rule, n = _first_bad_node(
-                nodes,
-                s.cpu_milli_left,
-                s.cpu_capacity_milli,
-                s.memory_mib_left,
-                s.memory_capacity_mib,
-                s.gpu_milli_left,
-                self.slot_cap,
-                self.exp_cpu,
-                self.exp_mem,
-                self.exp_gpu,
-            )
+                nodes, s.cpu_milli_left, s.cpu_capacity_milli, s.memory_mib_left, s.memory_capacity_mib,
+                s.gpu_milli_left, ledger.slot_cap, ledger.exp_cpu, ledger.exp_mem, ledger.exp_gpu,
+            )  # fmt: skip
             if rule:
                 self._fail(t, cls, payload, *self._node_detail(rule, n))
         if full:
             whole = int((s.gpu_milli_left == GPU_MILLI_PER_GPU).sum())
-            if whole != self.whole_free_gpus:
+            if whole != ledger.whole_free_gpus:
                 self._fail(
-                    t,
-                    cls,
-                    payload,
-                    "resource-accounting",
-                    f"the simulator counts {self.whole_free_gpus} wholly free GPUs but the state has {whole}",
-                )
+                    t, cls, payload, "resource-accounting",
+                    f"the simulator counts {ledger.whole_free_gpus} wholly free GPUs but the state has {whole}",
+                )  # fmt: skip
         self._check_pods(t, cls, payload, full)
 
+    @staticmethod
+    def _fail(t: float, cls: int, payload: Payload, rule: str, detail: str) -> None:
+        raise InvariantError(
+            f"invariant '{rule}' violated after {Event(cls).name} event at t={t!r} s (payload {payload}): {detail}"
+        )
+
     def _node_detail(self, rule: int, n: int) -> tuple[str, str]:
-        s = self.state
+        ledger = self._core.ledger
+        s = ledger.state
         cpu, mem, gpu = int(s.cpu_milli_left[n]), int(s.memory_mib_left[n]), s.gpu_milli_left[n]
-        ccap, mcap, gcap = int(s.cpu_capacity_milli[n]), int(s.memory_capacity_mib[n]), self.slot_cap[n]
+        ccap, mcap, gcap = int(s.cpu_capacity_milli[n]), int(s.memory_capacity_mib[n]), ledger.slot_cap[n]
         if rule == 1:
             return "capacity", (
-                f"node {n} ({s.names[n]}) has cpu_milli_left {cpu} of {ccap}, "
-                f"memory_mib_left {mem} of {mcap}, gpu_milli_left {gpu.tolist()} "
-                "(each must be within 0..capacity)"
+                f"node {n} ({s.names[n]}) has cpu_milli_left {cpu} of {ccap}, memory_mib_left {mem} of "
+                f"{mcap}, gpu_milli_left {gpu.tolist()} (each must be within 0..capacity)"
             )
         return "resource-accounting", (
-            f"node {n} ({s.names[n]}): running pods request cpu {int(self.exp_cpu[n])}, memory "
-            f"{int(self.exp_mem[n])}, gpu {self.exp_gpu[n].tolist()} but the state has cpu "
+            f"node {n} ({s.names[n]}): running pods request cpu {int(ledger.exp_cpu[n])}, memory "
+            f"{int(ledger.exp_mem[n])}, gpu {ledger.exp_gpu[n].tolist()} but the state has cpu "
             f"{ccap - cpu}, memory {mcap - mem}, gpu {(gcap - gpu).tolist()} allocated"
         )
 
-    def _check_pods(self, t: float, cls: int, payload: tuple, full: bool) -> None:
-        ns = self.n_status
-        sets = {"pending": len(self.active) + len(self.parked_of), "running": len(self.running)}
-        for label, status in (("pending", PENDING), ("running", RUNNING)):
-            if ns[status] != sets[label]:
+    def _check_pods(self, t: float, cls: int, payload: Payload, full: bool) -> None:
+        core = self._core
+        waitq, count, phase = core.waitq, core.lifecycle.count, core.lifecycle.phase
+        sets = {PodPhase.PENDING: len(waitq), PodPhase.RUNNING: len(core.running)}
+        for status, size in sets.items():
+            if count[status] != size:
+                label = status.name.lower()
                 self._fail(
-                    t,
-                    cls,
-                    payload,
-                    "pod-sets",
-                    f"{ns[status]} pods have status {STATUS_NAMES[status]} but the "
-                    f"{label} set holds {sets[label]}",
-                )
-        if full:
-            pend = np.zeros(self.n, dtype=np.int64)
-            pend[np.fromiter(self.active, np.int64, len(self.active))] += 1
-            pend[np.fromiter(self.parked_of, np.int64, len(self.parked_of))] += 1
-            run = np.zeros(self.n, dtype=bool)
-            run[np.fromiter(self.running, np.int64, len(self.running))] = True
-            bad = (pend != (self.status == PENDING)) | (run != (self.status == RUNNING))
-            pods = np.flatnonzero(bad)[:1].tolist()
-        else:
-            pods = self.touched_pods
+                    t, cls, payload, "pod-sets",
+                    f"{count[status]} pods have status {status.name} but the {label} set holds {size}",
+                )  # fmt: skip
+        pods = self._suspects() if full else core.touched.pods
         for i in pods:
-            member = ((i in self.active) + (i in self.parked_of), i in self.running)
-            want = {PENDING: (1, False), RUNNING: (0, True)}.get(int(self.status[i]), (0, False))
+            member = ((i in waitq.active) + (i in waitq.parked_of), i in core.running)
+            want = {PodPhase.PENDING: (1, False), PodPhase.RUNNING: (0, True)}.get(
+                PodPhase(phase[i]), (0, False)
+            )
             if member != want:
                 self._fail(
-                    t,
-                    cls,
-                    payload,
-                    "pod-sets",
-                    f"pod {i} has status {STATUS_NAMES[self.status[i]]} but is in "
-                    f"{member[0]} pending set(s) and {'' if member[1] else 'not '}in the "
-                    "running set (each pod must be in exactly one of pending, running, "
-                    "completed, rejected)",
-                )
+                    t, cls, payload, "pod-sets",
+                    f"pod {i} has status {PodPhase(phase[i]).name} but is in {member[0]} pending set(s) "
+                    f"and {'' if member[1] else 'not '}in the running set (each pod must be in exactly "
+                    "one of pending, running, completed, rejected)",
+                )  # fmt: skip
+
+    def _suspects(self) -> list[int]:
+        """The first pod whose set membership disagrees with its phase (checked on every pod)."""
+        core = self._core
+        waitq, phase = core.waitq, core.lifecycle.phase
+        pend = np.zeros(core.n_pods, dtype=np.int64)
+        pend[np.fromiter(waitq.active, np.int64, len(waitq.active))] += 1
+        pend[np.fromiter(waitq.parked_of, np.int64, len(waitq.parked_of))] += 1
+        run = np.zeros(core.n_pods, dtype=bool)
+        run[np.fromiter(core.running, np.int64, len(core.running))] = True
+        bad = (pend != (phase == PodPhase.PENDING)) | (run != (phase == PodPhase.RUNNING))
+        return [int(i) for i in np.flatnonzero(bad)[:1]]
 
 
 @njit(cache=True)
-def _first_bad_node(nodes, cpu, ccap, mem, mcap, gpu, gcap, exp_cpu, exp_mem, exp_gpu):
+def _first_bad_node(
+    nodes: IntArray, cpu: IntArray, ccap: IntArray, mem: IntArray, mcap: IntArray, gpu: IntArray,
+    gcap: IntArray, exp_cpu: IntArray, exp_mem: IntArray, exp_gpu: IntArray,
+) -> tuple[int, int]:  # fmt: skip
     """``(rule, node)`` of the first violation among ``nodes``: rule 1 capacity, 2 resource
     accounting; ``(0, -1)`` when all is well."""
     for k in range(nodes.shape[0]):

@@ -1,103 +1,168 @@
-"""Scheduling sessions of the time-driven simulator (the busy server; see the
-:mod:`gpudefrag.sim.timed` docstring).
+"""Scheduling sessions of the time-driven simulator (a busy server).
 
-:class:`SessionMixin` holds the ``_Sim`` methods that start a session on a snapshot (reserved
-pods first, reserved nodes masked) and land its decisions at DECISION_DONE (revalidation,
-parking, then the defragmenter).
+A session starts when the scheduler is idle and some pending pod is active.  It snapshots the
+state and first decides the reserved pods itself: each tries its reserved node (GPUs by the
+``best`` rule) and, if it fits, is decided there ahead of every other pod; otherwise the node
+is masked in the snapshot.  The scheduler then decides the other active pods in queue order
+through :class:`~gpudefrag.sim.views.SessionCycle`, and the decisions land ``latency`` later
+(DECISION_DONE), where each is revalidated against the state of that moment: one that no
+longer fits is a *bind conflict*, one on a node reserved for another pod is *filtered*, and
+its pod stays pending.  Pods the scheduler considered and did not place are parked, unless
+something was freed while the session was in flight.  Then the defragmenter may act.
+
+With ``park_unschedulable=False`` every pending pod is offered in every session, and a session
+starts only after something changed (an arrival, a freeing event, or a session that bound,
+refused or lost anything).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 
-from gpudefrag.model.cluster import Placement
-from gpudefrag.sim.schedulers import fit_on_node
-from gpudefrag.sim.timed_types import DECISION_DONE, PENDING, SESSION_START
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.model.port import Scheduler, SchedulingDecision
+from gpudefrag.policies.gpu_choice import choose_gpus_best
+from gpudefrag.sim.core import SimCore
+from gpudefrag.sim.events import Event, Payload, PlacementLog
+from gpudefrag.sim.views import SessionCycle
 
 
-class SessionMixin:
-    """The simulator's session handlers (mixed into :class:`gpudefrag.sim.timed._Sim`)."""
+class _InFlight(NamedTuple):
+    free_epoch: int
+    considered: list[int]
+    placements: list[Placement | None]
+    first: list[tuple[int, Placement]]
 
-    def _maybe_start_session(self, t: float) -> None:
-        if self.busy or self.session_scheduled or not self.active:
+
+def fit_on_node(state: ClusterState, node: int, pod: PodSpec) -> tuple[int, ...] | None:
+    """GPUs (``best`` rule) for ``pod`` on ``node`` if it fits there, else ``None``."""
+    try:
+        gpus = choose_gpus_best(state.gpu_milli_left[node], int(state.gpu_count[node]), pod)
+    except ValueError:
+        return None
+    return gpus if state.why_not_fits(node, pod, gpus) is None else None
+
+
+class Sessions:
+    def __init__(
+        self, core: SimCore, scheduler: Scheduler, act: Callable[[float], tuple[PlacementLog, ...]]
+    ) -> None:
+        """``act(t)`` runs after a session that leaves pods pending (the defragmenter's turn)."""
+        self._core = core
+        self.scheduler = scheduler
+        self._act = act
+        self.busy = False
+        self.scheduled = False
+        self._in_flight: dict[int, _InFlight] = {}
+        self.latencies_s: list[float] = []
+
+    def maybe_start(self, t: float) -> None:
+        core = self._core
+        if self.busy or self.scheduled or not core.waitq.active:
             return
-        if not self.config.park_unschedulable and not self.dirty:
+        if not core.config.park_unschedulable and not core.waitq.dirty:
             return
-        self.session_scheduled = True
-        self.queue.push(t, SESSION_START, (self._new_id(),))
+        self.scheduled = True
+        core.events.push(t, Event.SESSION_START, (core.new_id(),))
 
-    def _on_session_start(self, t: float, payload: tuple) -> tuple:
-        (sid,) = payload
-        self.session_scheduled = False
-        self.busy, self.dirty = True, False
-        view = self.state.copy()
+    def _reserved_first(self, view: ClusterState) -> list[tuple[int, Placement]]:
+        """Reserved pods that fit their node on ``view`` (bound there); the other reserved
+        nodes are masked."""
+        core = self._core
         first: list[tuple[int, Placement]] = []
-        for node in sorted(self.reservations):
-            pod = self.reservations[node][0]
-            gpus = fit_on_node(view, node, self.specs[pod])
+        for node in sorted(core.reservations.by_node):
+            pod = core.reservations.by_node[node].pod
+            spec = core.specs[pod]
+            gpus = fit_on_node(view, node, spec)
             if gpus is None:
                 view.mask(node)
             else:
-                first.append((pod, Placement(node, gpus, self.specs[pod])))
+                first.append((pod, Placement(node, gpus, spec)))
                 view.bind(first[-1][1])
-        skip = {pod for pod, _ in first}
-        cands = sorted((i for i in self.active if i not in skip), key=self.order_key)
-        limit = getattr(self.scheduler, "max_pending", None)
-        if limit is not None:
-            cands = cands[:limit]
-        pending = [self.specs[i] for i in cands]
-        if getattr(self.scheduler, "wants_blocked", False):
-            blocked = [self.specs[i] for i in sorted(self.parked_of, key=self.order_key)]
-            placements, latency = self.scheduler.decide(view, pending, t, blocked=blocked)
-        else:
-            placements, latency = self.scheduler.decide(view, pending, t)
-        name = getattr(self.scheduler, "name", type(self.scheduler).__name__)
-        if len(placements) != len(cands):
-            raise ValueError(f"scheduler {name} returned {len(placements)} placements for {len(cands)} pods")
-        if not (latency >= 0 and np.isfinite(latency)):
-            raise ValueError(f"scheduler {name} returned latency {latency!r}; need a finite value >= 0")
-        self.sessions[sid] = (self.free_epoch, cands, list(placements), first)
-        self.c["sessions"] += 1
-        if self._in_window(t):
-            self.latencies.append(float(latency))
-        self.queue.push(t + float(latency), DECISION_DONE, (sid,))
-        return (sid, len(cands), len(first))
+        return first
 
-    def _on_decision_done(self, t: float, payload: tuple) -> tuple:
+    def on_start(self, t: float, payload: tuple[int]) -> tuple[int, int, int]:
         (sid,) = payload
-        epoch0, cands, placements, first = self.sessions.pop(sid)
+        core = self._core
+        self.scheduled = False
+        self.busy, core.waitq.dirty = True, False
+        view = core.ledger.state.copy()
+        first = self._reserved_first(view)
+        skip = {pod for pod, _ in first}
+        offered = core.waitq.in_order({i for i in core.waitq.active if i not in skip})
+        decision = self.scheduler.decide(SessionCycle(core, t, view, offered))
+        considered = offered[: decision.considered]
+        placements = self._aligned(decision, offered)
+        latency = core.config.latency.latency(decision.considered, decision.deterministic_s)
+        self._in_flight[sid] = _InFlight(core.waitq.free_epoch, considered, placements, first)
+        core.counters.sessions += 1
+        if core.in_window(t):
+            self.latencies_s.append(float(latency))
+        core.events.push(t + float(latency), Event.DECISION_DONE, (sid,))
+        return (sid, len(considered), len(first))
+
+    def _aligned(self, decision: SchedulingDecision, offered: list[int]) -> list[Placement | None]:
+        """The decision's placements aligned with the considered pods; a malformed decision
+        raises ``ValueError`` naming the scheduler."""
+        name = self.scheduler.name
+        if not 0 <= decision.considered <= len(offered):
+            raise ValueError(f"scheduler {name} considered {decision.considered} of {len(offered)} pods")
+        if not (decision.deterministic_s >= 0 and np.isfinite(decision.deterministic_s)):
+            raise ValueError(f"scheduler {name} reported work {decision.deterministic_s!r} s")
+        pos = {pod: k for k, pod in enumerate(offered[: decision.considered])}
+        out: list[Placement | None] = [None] * decision.considered
+        for b in decision.binds:
+            k = pos.get(b.pod_id)
+            if k is None or out[k] is not None:
+                raise ValueError(f"scheduler {name} returned a bind for pod {b.pod_id}, not offered")
+            if b.placement.pod != self._core.specs[b.pod_id]:
+                raise ValueError(
+                    f"scheduler {name} returned a placement of {b.placement.pod.name!r} for pod "
+                    f"{self._core.specs[b.pod_id].name!r}"
+                )
+            out[k] = b.placement
+        return out
+
+    def on_done(self, t: float, payload: tuple[int]) -> Payload:
+        (sid,) = payload
+        core = self._core
+        flight = self._in_flight.pop(sid)
         self.busy = False
-        binds, unplaced, changed = [], [], False
-        for pod, p in first:
-            if self.state.why_not_fits(p.node, p.pod, p.gpus) is None:
-                binds.append(self._start_pod(pod, p, t))
-        for pod, p in zip(cands, placements):
-            if self.status[pod] != PENDING:
+        binds = [core.start_pod(pod, p, t) for pod, p in flight.first if core.fits(p)]
+        unplaced, changed = self._land(flight, binds, t)
+        if core.config.park_unschedulable and core.waitq.free_epoch == flight.free_epoch:
+            for pod in unplaced:  # nothing was freed since the snapshot: they cannot fit yet
+                core.waitq.park(pod)
+        if binds or changed:
+            core.waitq.dirty = True
+        moves: tuple[PlacementLog, ...] = ()
+        if len(core.waitq):
+            moves = self._act(t)
+        self.maybe_start(t)
+        return (sid, tuple(binds), moves)
+
+    def _land(self, flight: _InFlight, binds: list[PlacementLog], t: float) -> tuple[list[int], bool]:
+        """Revalidate and bind the considered pods' placements; (unplaced pods, anything refused)."""
+        core = self._core
+        unplaced: list[int] = []
+        changed = False
+        for pod, p in zip(flight.considered, flight.placements):
+            if not core.lifecycle.is_pending(pod):
                 continue
             if p is None:
                 unplaced.append(pod)
                 continue
-            if p.pod != self.specs[pod]:
-                raise ValueError(
-                    f"scheduler {self.scheduler.name} returned a placement of "
-                    f"{p.pod.name!r} for pod {self.specs[pod].name!r}"
-                )
-            res = self.reservations.get(p.node)
-            if res is not None and res[0] != pod:
-                self.c["reservation_filtered"] += 1
+            res = core.reservations.by_node.get(p.node)
+            if res is not None and res.pod != pod:
+                core.counters.reservation_filtered += 1
                 changed = True
-            elif self.state.why_not_fits(p.node, p.pod, p.gpus) is not None:
-                self.c["bind_conflicts"] += 1
+            elif not core.fits(p):
+                core.counters.bind_conflicts += 1
                 changed = True
             else:
-                binds.append(self._start_pod(pod, p, t))
-        if self.config.park_unschedulable and self.free_epoch == epoch0:
-            for pod in unplaced:  # nothing was freed since the snapshot: they cannot fit yet
-                self._park(pod)
-        if binds or changed:
-            self.dirty = True
-        moves: tuple = ()
-        if self.defrag is not None and (self.active or self.parked_of):
-            moves = self._run_plan(t)
-        self._maybe_start_session(t)
-        return (sid, tuple(binds), moves)
+                binds.append(core.start_pod(pod, p, t))
+        return unplaced, changed

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.gorand import GoRand
 from gpudefrag.model.pods import PodBatch
@@ -31,7 +32,7 @@ class PreparedRun:
     """The arrival sequence and the node tie-break ranks of one seeded run."""
 
     arrivals: PodBatch
-    tie_rank: np.ndarray
+    tie_rank: NDArray[np.int64]
     clones: int
     requested_gpu_milli: int
 

@@ -21,13 +21,19 @@ from __future__ import annotations
 import csv
 import os
 import re
+from collections.abc import Iterator, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.workloads.gpu_models import KNOWN_GPU_MODELS
+
+if TYPE_CHECKING:
+    from _csv import Reader
 
 __all__ = [
     "GPU_MILLI",
@@ -86,13 +92,13 @@ _KNOWN_LIST = ", ".join(KNOWN_GPU_MODELS)
 # Tables
 
 
-def _int_array(values, name: str) -> np.ndarray:
+def _int_array(values: ArrayLike, name: str) -> NDArray[np.int64]:
     arr = np.array(values, dtype=np.int64).reshape(-1)
     arr.setflags(write=False)
     return arr
 
 
-def _check_lengths(kind: str, n: int, **columns) -> None:
+def _check_lengths(kind: str, n: int, **columns: Sized) -> None:
     for name, col in columns.items():
         if len(col) != n:
             raise ValueError(f"{kind}: column {name} has {len(col)} entries, expected {n}")
@@ -103,9 +109,9 @@ class NodeTable:
     """Nodes, one entry per CSV row in file order. Arrays are read-only int64."""
 
     names: tuple[str, ...]
-    cpu_milli: np.ndarray
-    memory_mib: np.ndarray
-    gpu_count: np.ndarray
+    cpu_milli: NDArray[np.int64]
+    memory_mib: NDArray[np.int64]
+    gpu_count: NDArray[np.int64]
     models: tuple[str, ...]
     source_path: Path | None = field(default=None, compare=False)
 
@@ -148,14 +154,14 @@ class PodTable:
     """
 
     names: tuple[str, ...]
-    cpu_milli: np.ndarray
-    memory_mib: np.ndarray
-    num_gpu: np.ndarray
-    gpu_milli: np.ndarray
+    cpu_milli: NDArray[np.int64]
+    memory_mib: NDArray[np.int64]
+    num_gpu: NDArray[np.int64]
+    gpu_milli: NDArray[np.int64]
     gpu_spec: tuple[str, ...]
-    creation_time: np.ndarray | None = None
-    deletion_time: np.ndarray | None = None
-    scheduled_time: np.ndarray | None = None
+    creation_time: NDArray[np.int64] | None = None
+    deletion_time: NDArray[np.int64] | None = None
+    scheduled_time: NDArray[np.int64] | None = None
     source_path: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -177,9 +183,10 @@ class PodTable:
             num_gpu=self.num_gpu,
             gpu_milli=self.gpu_milli,
             gpu_spec=self.gpu_spec,
-            creation_time=self.creation_time,
-            deletion_time=self.deletion_time,
-            scheduled_time=self.scheduled_time,
+            # The loop above replaced a ``None`` time column by an array of -1.
+            creation_time=cast("NDArray[np.int64]", self.creation_time),
+            deletion_time=cast("NDArray[np.int64]", self.deletion_time),
+            scheduled_time=cast("NDArray[np.int64]", self.scheduled_time),
         )
 
     def __len__(self) -> int:
@@ -229,7 +236,7 @@ def _unknown_model(path: str, line: int, column: str, model: str) -> InputError:
 # CSV reading
 
 
-def _open_rows(path: Path):
+def _open_rows(path: Path) -> TextIO:
     try:
         fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (closed by the caller)
     except FileNotFoundError:
@@ -256,7 +263,9 @@ def _utf8_error(path: str) -> InputError:
     return InputError(path, "not valid UTF-8 text")
 
 
-def _read_header(reader, path: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, int]:
+def _read_header(
+    reader: Reader, path: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> dict[str, int]:
     expected = ",".join(required + optional) if optional else ",".join(required)
     try:
         header = next(reader)
@@ -285,7 +294,9 @@ def _read_header(reader, path: str, required: tuple[str, ...], optional: tuple[s
     return positions
 
 
-def _iter_rows(reader, path: str, header_len: int, header: list[str]):
+def _iter_rows(
+    reader: Reader, path: str, header_len: int, header: list[str]
+) -> Iterator[tuple[int, list[str]]]:
     """Yield (line, row) for data rows; blank lines are errors unless trailing."""
     blank_line = None
     try:
@@ -371,7 +382,14 @@ def load_nodes(path: str | os.PathLike[str]) -> NodeTable:
             models.append(model)
     if not names:
         raise _no_rows(spath)
-    return NodeTable(tuple(names), cpu, mem, gpus, tuple(models), source_path=src)
+    return NodeTable(
+        tuple(names),
+        np.array(cpu, dtype=np.int64),
+        np.array(mem, dtype=np.int64),
+        np.array(gpus, dtype=np.int64),
+        tuple(models),
+        source_path=src,
+    )
 
 
 def load_pods(path: str | os.PathLike[str]) -> PodTable:
@@ -388,6 +406,7 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
     time_cols = ("creation_time", "deletion_time", "scheduled_time")
     seen: dict[str, int] = {}
     spec_cache: dict[str, str] = {"": ""}
+    spec: str | None  # a row's normalised gpu_spec (None only while a cache lookup missed)
     with _open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
         pos = _read_header(reader, spath, POD_REQUIRED_COLUMNS, POD_OPTIONAL_COLUMNS)
@@ -432,8 +451,19 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
                 out.append(_uint(text, spath, line, col) if text else -1)
     if not names:
         raise _no_rows(spath)
-    time_arrays = [np.array(t, dtype=np.int64) if t else None for t in times]
-    return PodTable(tuple(names), cpu, mem, ngpu, milli, tuple(specs), *time_arrays, source_path=src)
+    creation, deletion, scheduled = (np.array(t, dtype=np.int64) if t else None for t in times)
+    return PodTable(
+        tuple(names),
+        np.array(cpu, dtype=np.int64),
+        np.array(mem, dtype=np.int64),
+        np.array(ngpu, dtype=np.int64),
+        np.array(milli, dtype=np.int64),
+        tuple(specs),
+        creation,
+        deletion,
+        scheduled,
+        source_path=src,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

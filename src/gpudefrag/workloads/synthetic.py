@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gpudefrag.model.pods import PodBatch
 from gpudefrag.workloads.openb import NodeTable, PodTable
@@ -29,11 +30,11 @@ DEFAULT_CHECKPOINT_INTERVALS_S: tuple[float, ...] = (600.0, 1800.0, 3600.0)
 
 
 # ------------------------------------------------------------------------------------- cluster
-def _largest_remainder(sizes: np.ndarray, total: int) -> np.ndarray:
+def _largest_remainder(sizes: NDArray[np.int64], total: int) -> NDArray[np.int64]:
     """``total`` split proportionally to ``sizes``; leftover units go to the largest fractional
     remainders (ties: the earlier group)."""
     quota = sizes * total / sizes.sum()
-    alloc = np.floor(quota).astype(np.int64)
+    alloc: NDArray[np.int64] = np.floor(quota).astype(np.int64)
     left = total - int(alloc.sum())
     order = np.lexsort((np.arange(len(sizes)), -(quota - alloc)))
     alloc[order[:left]] += 1
@@ -80,7 +81,7 @@ def sample_cluster(nodes: NodeTable, n_nodes: int, rng: np.random.Generator) -> 
 
 
 # ------------------------------------------------------------------------------------- durations
-def durations_from_table(table: PodTable) -> np.ndarray:
+def durations_from_table(table: PodTable) -> NDArray[np.float64]:
     """Run time per pod in seconds (``deletion_time - creation_time``, float64).
 
     Pods whose times are missing (-1), negative or not increasing get the median of the valid
@@ -108,17 +109,17 @@ class SyntheticWorkload:
     """
 
     pods: PodBatch
-    arrival_s: np.ndarray
-    duration_s: np.ndarray
-    checkpoint_interval_s: np.ndarray
-    checkpoint_phase_s: np.ndarray
-    do_not_disrupt: np.ndarray
-    priority: np.ndarray
+    arrival_s: NDArray[np.float64]
+    duration_s: NDArray[np.float64]
+    checkpoint_interval_s: NDArray[np.float64]
+    checkpoint_phase_s: NDArray[np.float64]
+    do_not_disrupt: NDArray[np.bool_]
+    priority: NDArray[np.int64]
     warmup_s: float
     horizon_s: float
     offered_load: float
     arrival_rate_per_s: float = 0.0
-    source_index: np.ndarray | None = None
+    source_index: NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self.pods)
@@ -141,11 +142,11 @@ class SyntheticWorkload:
             raise ValueError("pod names must be unique")
 
 
-def _poisson_times(rate: float, horizon_s: float, rng: np.random.Generator) -> np.ndarray:
+def _poisson_times(rate: float, horizon_s: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Arrival times of a Poisson process of ``rate`` per second on ``[0, horizon_s)``."""
     if rate <= 0 or horizon_s <= 0:
         return np.zeros(0, dtype=np.float64)
-    chunks: list[np.ndarray] = []
+    chunks: list[NDArray[np.float64]] = []
     t = 0.0
     expected = rate * horizon_s
     while True:
@@ -160,7 +161,7 @@ def _poisson_times(rate: float, horizon_s: float, rng: np.random.Generator) -> n
 
 def make_workload(
     pods: PodBatch,
-    durations_s: np.ndarray,
+    durations_s: NDArray[np.float64],
     cluster_gpu_milli: int,
     offered_load: float,
     horizon_s: float,

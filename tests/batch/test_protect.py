@@ -10,15 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import timed_workload
 from gpudefrag.batch.objective import evaluate_plan
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
 from gpudefrag.batch.protect import protected_nodes
+from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.gpu_models import gpu_model_mask
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.sim.schedulers import BatchScheduler
-from gpudefrag.sim.timed import LatencyModel, run_timed
-from test_timed_sim import workload  # tests/ is on sys.path (pytest prepend import mode)
+from gpudefrag.sim.latency import LatencyModel
+from gpudefrag.sim.timed import TimedConfig, run_timed
 
 G2x8 = ("G2", 8, 96000, 393216)
 FAST = SolverConfig(time_limit_s=2.0, deterministic_time=0.05)
@@ -119,28 +120,46 @@ def test_solver_keeps_a_batch_off_the_protected_node(gen, typical_small):
     assert [p.node for p in forced] == [1, 0]
 
 
+class _Reads:
+    """A scheduling cycle that records the blocked pods the scheduler read (``None``: none)."""
+
+    def __init__(self, cycle):
+        self._cycle, self.blocked_read = cycle, None
+        self.now_s, self.state, self.pending = cycle.now_s, cycle.state, cycle.pending
+
+    @property
+    def blocked(self):
+        self.blocked_read = [p.spec.name for p in self._cycle.blocked]
+        return self._cycle.blocked
+
+
 @pytest.mark.parametrize("protect", [0, 1])
 def test_simulator_hands_the_parked_pods_to_a_scheduler_that_asks(gen, typical_small, protect):
     """Two 8-GPU nodes.  a (5 GPUs, ends at 100) and b (6 GPUs, runs on) take one node each; big
     (8 GPUs) arrives at 1 and parks.  Its least-deficit node is a's.  small (1 GPU) arrives at
     50: with protection it goes to b's node, and big starts at 100 when a ends; without, FGD puts
-    small on a's node and big waits for small too (until 150)."""
+    small on a's node and big waits for small too (until 150).  The scheduler reads the blocked
+    pods from its cycle only when it protects nodes for them."""
 
     class Recorder(BatchScheduler):
-        def decide(self, state, pending, now_s, blocked=()):
-            self.seen.append((now_s, [p.name for p in blocked]))
-            return super().decide(state, pending, now_s, blocked)
+        def decide(self, cycle):
+            spy = _Reads(cycle)
+            decision = super().decide(spy)
+            self.seen.append((cycle.now_s, spy.blocked_read))
+            return decision
 
     pods = [_whole(5, name="a"), _whole(6, name="b"), _whole(8, name="big"), _whole(1, name="small")]
-    wl = workload(pods, [0.0, 0.0, 1.0, 50.0], [100.0, 5000.0, 100.0, 100.0], horizon=1000.0)
+    wl = timed_workload(pods, [0.0, 0.0, 1.0, 50.0], [100.0, 5000.0, 100.0, 100.0], horizon=1000.0)
     placer = BatchPlacer(typical_small, replace(FAST, protect_blocked=protect, min_solver_batch=2))
-    sched = Recorder(placer, 16, LatencyModel.constant(0.0))
+    sched = Recorder(placer, 16)
     sched.seen = []
-    result = run_timed(gen.build_cluster([G2x8, G2x8]), wl, sched)
-    assert sched.wants_blocked == bool(protect)
+    config = TimedConfig(latency=LatencyModel.constant(0.0))
+    result = run_timed(gen.build_cluster([G2x8, G2x8]), wl, sched, config=config)
+    assert sched.seen
     if protect:
+        assert all(blocked is not None for _, blocked in sched.seen)
         assert (50.0, ["big"]) in sched.seen
         assert result.first_bind_s[2] == 100.0
     else:
-        assert all(blocked == [] for _, blocked in sched.seen)
+        assert all(blocked is None for _, blocked in sched.seen)
         assert result.first_bind_s[2] == 150.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 from gpudefrag.batch import cpsat
 from gpudefrag.batch import placer as placer_mod
 from gpudefrag.batch.cpsat import best_single, pattern_value, solve_patterns, weights
-from gpudefrag.batch.objective import Objective, evaluate_plan, node_frag, tp_args
+from gpudefrag.batch.objective import Objective, evaluate_plan, node_frag
 from gpudefrag.batch.patterns import NodeView, assign_subset
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
 from gpudefrag.model.cluster import Placement
@@ -56,7 +55,7 @@ def _brute_force_best(state, pods, typical) -> int:
     """Max over every assignment pod -> node or unplaced, each node's pods placed by the same
     canonical rule the patterns use, of the model's integer objective."""
     w_gpu, w_pod = weights(len(pods))
-    args = tp_args(typical)
+    args = typical.kernel_args
     n_nodes = state.num_nodes
     best = 0  # placing nothing
     views = []
@@ -132,8 +131,7 @@ def test_single_pod_choice_equals_cpsat_optimum(data, gen, typical_small):
     """A one-pod batch is decided without CP-SAT; its choice must be CP-SAT's optimum."""
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
     pods = _batch(data, gen, 1)
-    penalty = data.draw(st.sampled_from([0.0, 1000.0]))
-    placer = BatchPlacer(typical_small, replace(FAST, idle_node_penalty_milli=penalty))
+    placer = BatchPlacer(typical_small, FAST)
     hint = placer.fgd_plan(state, pods)
     patterns, hint_idx = placer.patterns(state, pods, hint)
     exact = best_single(patterns, hint_idx)
@@ -146,8 +144,8 @@ def test_single_pod_choice_equals_cpsat_optimum(data, gen, typical_small):
         assert exact.chosen == hint_idx, "a tie keeps FGD's pattern"
 
 
-def test_single_pod_required_without_patterns_is_infeasible():
-    assert best_single([], [], required=True).status == "infeasible"
+def test_single_pod_without_patterns_places_nothing():
+    assert best_single([], []).status == "optimal"
     assert best_single([], []).chosen == []
 
 
@@ -258,42 +256,11 @@ def test_batched_run_is_deterministic(default_inputs):
     assert [s.solver_objective for s in a.batches] == [s.solver_objective for s in b.batches]
 
 
-# --------------------------------------------------------------------- keeping FGD's pods
-def test_default_objective_trades_fgds_pod_for_a_larger_one_and_keep_fgd_pods_does_not(gen, typical_small):
+# --------------------------------------------------------------------- the objective
+def test_the_objective_trades_fgds_pod_for_a_larger_one(gen, typical_small):
     """One free GPU; the batch is [0.81 GPU, 1 GPU].  FGD starts the first pod in line; the
-    plain objective prefers the larger pod; with ``keep_fgd_pods`` the first pod stays."""
+    objective (placed GPU milli first) prefers the larger pod."""
     state = gen.build_cluster([("G2", 1, 32000, 131072)])
     pods = [PodSpec(1000, 1024, 1, 810, name="first"), PodSpec(1000, 1024, 1, 1000, name="second")]
     plain = BatchPlacer(typical_small, FAST).place(state, pods)
     assert plain.placements[0] is None and plain.placements[1] is not None
-    kept = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True)).place(state, pods)
-    assert kept.placements[0] is not None and kept.placements[1] is None
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_keep_fgd_pods_places_every_pod_fgd_places(data, gen, typical_small):
-    state = data.draw(gen.clusters(min_nodes=1, max_nodes=6, max_prior=12))
-    pods = _batch(data, gen, 8)
-    placer = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True))
-    result = placer.place(state, pods)
-    fgd = placer.fgd_plan(state, pods)
-    assert all(r is not None for f, r in zip(fgd, result.placements) if f is not None)
-    nodes = {p.node for p in fgd if p is not None} | {p.node for p in result.placements if p is not None}
-    assert _plan_objective(state, result.placements, typical_small, nodes).at_least(
-        _plan_objective(state, fgd, typical_small, nodes)
-    )
-
-
-def test_a_solution_dropping_a_required_pod_is_rejected(monkeypatch, gen, typical_small):
-    state = gen.build_cluster([("G2", 1, 32000, 131072)])
-    pods = [PodSpec(1000, 1024, 1, 810, name="first"), PodSpec(1000, 1024, 1, 1000, name="second")]
-    real = solve_patterns
-
-    def ignores_required(patterns, batch_size, hint, *args):
-        return real(patterns, batch_size, hint, *args[:4])  # drops required_pods
-
-    monkeypatch.setattr(placer_mod, "solve_patterns", ignores_required)
-    placer = BatchPlacer(typical_small, replace(FAST, keep_fgd_pods=True))
-    result = placer.place(state, pods)
-    assert result.stats.fallback == "invalid" and result.placements == placer.fgd_plan(state, pods)

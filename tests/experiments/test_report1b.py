@@ -1,4 +1,5 @@
-"""Suite 1b's report: the bar verdicts, the seed pairing and the trade-off fit, on made-up runs."""
+"""Suite 1b's report: the acceptance-check verdicts, the seed pairing and the trade-off fit, on
+made-up runs."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from gpudefrag.experiments import bars1b, report1b
+from gpudefrag.experiments import acceptance1b, report1b
 from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
 
 SEEDS = (1, 2, 3, 4, 5)
@@ -38,11 +39,11 @@ CONFIG = Suite1bConfig(seeds=SEEDS, loads=LOADS, variants=("fgd", "solver", "fgd
 
 
 def _verdicts(runs: list[Run1b]) -> tuple[bool | None, bool | None]:
-    solver, defrag = bars1b.bar_checks(runs, CONFIG)
+    solver, defrag = acceptance1b.acceptance_checks(runs, CONFIG)
     return solver.met, defrag.met
 
 
-def test_both_bars_met():
+def test_both_checks_met():
     runs = _suite(
         {"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5},
         {"solver": 0, "fgd+defrag": 50, "solver+defrag": 10},
@@ -50,7 +51,7 @@ def test_both_bars_met():
     assert _verdicts(runs) == (True, True)
 
 
-def test_solver_bar_missed_by_a_hair_at_one_load():
+def test_solver_check_missed_by_a_hair_at_one_load():
     runs = _suite({"solver": 0.2, "fgd+defrag": 1.2}, {"solver": 0, "fgd+defrag": 50})
     runs = [
         _run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"] - 0.21)
@@ -58,12 +59,12 @@ def test_solver_bar_missed_by_a_hair_at_one_load():
         else r
         for r in runs
     ]
-    check = bars1b.solver_bar(runs, CONFIG)
+    check = acceptance1b.solver_check(runs, CONFIG)
     assert check.met is False
     assert "load 1.0: -0.010 pp" in check.measured
 
 
-def test_defrag_bar_missed_on_wait_on_gain_and_on_a_wide_interval():
+def test_defrag_check_missed_on_wait_on_gain_and_on_a_wide_interval():
     assert _verdicts(_suite({"solver": 0, "fgd+defrag": 1.2}, {"solver": 0, "fgd+defrag": 61}))[1] is False
     assert _verdicts(_suite({"solver": 0, "fgd+defrag": 0.99}, {"solver": 0, "fgd+defrag": 0}))[1] is False
     wide = _suite({"solver": 0, "fgd+defrag": 1.1}, {"solver": 0, "fgd+defrag": 0}, spread=3.0)
@@ -75,14 +76,41 @@ def test_one_defrag_variant_is_enough():
         {"solver": 0, "fgd+defrag": 0.5, "solver+defrag": 1.5},
         {"solver": 0, "fgd+defrag": 0, "solver+defrag": 59},
     )
-    check = bars1b.defrag_bar(runs, CONFIG)
+    check = acceptance1b.defrag_check(runs, CONFIG)
     assert check.met is True
     assert "solver+defrag: +1.50 pp" in check.measured
 
 
-def test_bars_not_run_without_the_variants():
+def test_checks_not_run_without_the_variants():
     runs = _suite({"bestfit": 1.0}, {"bestfit": 0})
     assert _verdicts(runs) == (None, None)
+
+
+def test_thresholds_are_the_configurations_acceptance():
+    runs = _suite(
+        {"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5},
+        {"solver": 0, "fgd+defrag": 50, "solver+defrag": 10},
+    )
+    assert _verdicts(runs) == (True, True)
+    base = CONFIG.acceptance
+    stricter = [
+        ("defrag_min_gain_pp", 1.3, (True, False)),
+        ("defrag_max_p95_wait_added_s", 40.0, (True, False)),
+        ("solver_min_mean_gain_pp", 0.3, (False, True)),
+    ]
+    for name, value, verdicts in stricter:
+        config = replace(CONFIG, acceptance=replace(base, **{name: value}))
+        checks = acceptance1b.acceptance_checks(runs, config)
+        assert tuple(c.met for c in checks) == verdicts, name
+        assert f"{value:g}" in " ".join(c.check for c in checks), name
+
+
+def test_defrag_check_looks_at_its_configured_load():
+    runs = [r for r in _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0}) if r.load != 1.0]
+    assert acceptance1b.defrag_check(runs, CONFIG).met is None  # nothing run at load 1.0
+    moved = replace(CONFIG, acceptance=replace(CONFIG.acceptance, defrag_load=1.1))
+    check = acceptance1b.defrag_check(runs, moved)
+    assert check.met is True and "at load 1.1" in check.check
 
 
 def test_pairs_by_seed_not_by_position():
@@ -93,10 +121,10 @@ def test_pairs_by_seed_not_by_position():
         _run("fgd+defrag", 1.0, 3, 71.0),
         _run("fgd+defrag", 1.0, 1, 91.0),
     ]
-    p = bars1b.paired_to_control(runs, "fgd+defrag", 1.0, 60.0, "gpu_alloc_pct")
+    p = acceptance1b.paired_to_control(runs, "fgd+defrag", 1.0, 60.0, "gpu_alloc_pct")
     assert p is not None and p.diff.n == 2
     assert p.diff.mean == pytest.approx(1.0)
-    assert bars1b.paired_to_control(runs, "solver", 1.0, 60.0, "gpu_alloc_pct") is None
+    assert acceptance1b.paired_to_control(runs, "solver", 1.0, 60.0, "gpu_alloc_pct") is None
 
 
 def test_tradeoff_slope_recovers_a_line_and_needs_spread():
@@ -110,7 +138,7 @@ def test_tradeoff_slope_recovers_a_line_and_needs_spread():
     assert report1b.tradeoff_slope(flat, CONFIG, 1.0) is None
 
 
-def test_write_report_writes_every_file_with_the_bars(tmp_path):
+def test_write_report_writes_every_file_with_the_acceptance_checks(tmp_path):
     runs = _suite(
         {"solver": -0.1, "fgd+defrag": 1.2, "solver+defrag": 0.4},
         {"solver": 0, "fgd+defrag": 80, "solver+defrag": 0},
@@ -125,6 +153,7 @@ def test_write_report_writes_every_file_with_the_bars(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     assert not list((tmp_path / "out").glob("*.part*"))
     text = (tmp_path / "out" / "report.md").read_text()
+    assert "## Acceptance checks" in text and "issue 4" not in text.lower()
     assert "| solver placement: mean allocation difference to FGD >= 0 at every load | **missed** |" in text
     assert "fgd+defrag: +1.20 pp" in text and "p95 +80 s" in text
 
@@ -161,31 +190,18 @@ def test_report_states_what_the_defragmenter_knows_of_run_times(estimates, said)
 
 
 @pytest.mark.parametrize(
-    "batch, penalty, protect, said",
+    "batch, protect, said",
     [
-        (
-            1,
-            1000.0,
-            0,
-            "16 pods goes to the placer, a lone pod too, "
-            "opening an idle node costs 1000 milli-GPU of fragmentation",
-        ),
-        (2, 0.0, 0, "goes to the placer if it has 2+ pods, no idle-node penalty"),
-        (2, 0.0, 0, "no node protected for blocked pods"),
-        (2, 0.0, 3, "keeps off the node closest to fitting each of the first 3 blocked pod(s) of 2+ GPUs"),
+        (1, 0, "16 pods goes to the placer, a lone pod too, no node protected"),
+        (2, 0, "goes to the placer if it has 2+ pods, no node protected for blocked pods"),
+        (2, 3, "keeps off the node closest to fitting each of the first 3 blocked pod(s) of 2+ GPUs"),
     ],
 )
-def test_report_states_how_the_solver_decides(batch, penalty, protect, said):
+def test_report_states_how_the_solver_decides(batch, protect, said):
     runs = _suite({"solver": 0.1}, {"solver": 0})
     config = replace(
         CONFIG,
-        solver=replace(
-            CONFIG.solver,
-            min_solver_batch=batch,
-            idle_node_penalty_milli=penalty,
-            protect_blocked=protect,
-            protect_min_gpus=2,
-        ),
+        solver=replace(CONFIG.solver, min_solver_batch=batch, protect_blocked=protect, protect_min_gpus=2),
     )
     assert said in report1b.markdown(runs, config, 1.0, "test")
 

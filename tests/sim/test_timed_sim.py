@@ -9,29 +9,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import place_in_order, timed_workload
+from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec, pod_batch
+from gpudefrag.model.port import Bind, Move, Reserve, SchedulingDecision
 from gpudefrag.policies.registry import make_policy
+from gpudefrag.policies.scheduler import PolicyScheduler
 from gpudefrag.sim.engine import EventLog, EventQueue
-from gpudefrag.sim.schedulers import fit_on_node
-from gpudefrag.sim.timed import (
-    ARRIVAL,
-    COMPLETED,
-    DECISION_DONE,
-    EVICT_DONE,
-    PENDING,
-    REJECTED,
-    RESTART_DONE,
-    InvariantError,
-    LatencyModel,
-    Move,
-    PolicyScheduler,
-    TimedConfig,
-    run_timed,
-)
+from gpudefrag.sim.events import Event, InvariantError
+from gpudefrag.sim.latency import LatencyModel
+from gpudefrag.sim.lifecycle import PodPhase
+from gpudefrag.sim.timed import Simulator, TimedConfig, run_timed
 from gpudefrag.workloads.openb import NodeTable, PodTable
 from gpudefrag.workloads.synthetic import (
-    SyntheticWorkload,
     durations_from_table,
     make_workload,
     sample_cluster,
@@ -46,68 +38,38 @@ def gpu_pod(n: int = 1, milli: int = 1000, cpu: int = 1000, name: str = "") -> P
     return PodSpec(cpu, 1024, n, milli, -1, name)
 
 
-def workload(
-    pods,
-    arrivals,
-    durations,
-    *,
-    priority=None,
-    interval=600.0,
-    phase=0.0,
-    dnd=None,
-    horizon=10_000.0,
-    warmup=0.0,
-) -> SyntheticWorkload:
-    pods = [
-        PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask, p.name or f"p{i}")
-        for i, p in enumerate(pods)
-    ]
-    n = len(pods)
-    return SyntheticWorkload(
-        pods=pod_batch(pods),
-        arrival_s=np.asarray(arrivals, dtype=float),
-        duration_s=np.asarray(durations, dtype=float),
-        checkpoint_interval_s=np.full(n, float(interval)),
-        checkpoint_phase_s=np.full(n, float(phase)),
-        do_not_disrupt=np.zeros(n, bool) if dnd is None else np.asarray(dnd, bool),
-        priority=np.zeros(n, np.int64) if priority is None else np.asarray(priority, np.int64),
-        warmup_s=warmup,
-        horizon_s=horizon,
-        offered_load=1.0,
-    )
+def timed(latency_s: float = 0.0, **kwargs) -> TimedConfig:
+    """A run's config with a constant decision latency: 0 s unless given (the hand-worked times
+    assume it; the stub schedulers used to carry their latency, 0 by default)."""
+    return TimedConfig(latency=LatencyModel.constant(latency_s), **kwargs)
 
 
-class FirstFit:
-    """Lowest node index that fits (a pod's ``prefer`` node first), on a copy; fixed latency."""
+class Stub:
+    """What a test scheduler needs beside ``decide``."""
+
+    name = "stub"
+
+    def reset(self) -> None:
+        pass
+
+
+class FirstFit(Stub):
+    """Lowest node index that fits (a pod's ``prefer`` node first), on a copy; records each
+    cycle's time and pending pods (the latency is the run's config)."""
 
     name = "firstfit"
 
-    def __init__(self, latency: float = 0.0, prefer: dict[str, int] | None = None) -> None:
-        self.latency, self.prefer, self.calls = latency, prefer or {}, []
+    def __init__(self, prefer: dict[str, int] | None = None) -> None:
+        self.prefer, self.calls = prefer or {}, []
 
-    def decide(self, state, pending, now_s):
-        self.calls.append((now_s, [p.name for p in pending]))
+    def decide(self, cycle) -> SchedulingDecision:
+        self.calls.append((cycle.now_s, [p.spec.name for p in cycle.pending]))
 
         def nodes(pod, work):
             order = list(range(work.num_nodes))
             return [self.prefer[pod.name], *order] if pod.name in self.prefer else order
 
-        return place_in_order(state, pending, nodes), self.latency
-
-
-def place_in_order(state, pending, nodes_of) -> list:
-    """Each pod on the first of ``nodes_of(pod, work)`` it fits (``best`` GPUs), binding as it
-    goes on a copy of ``state``; ``None`` where none fits."""
-    work, out = state.copy(), []
-    for pod in pending:
-        out.append(None)
-        for n in nodes_of(pod, work):
-            gpus = fit_on_node(work, n, pod)
-            if gpus is not None:
-                out[-1] = Placement(n, gpus, pod)
-                work.bind(out[-1])
-                break
-    return out
+        return place_in_order(cycle, nodes)
 
 
 # ----------------------------------------------------------------------------- engine
@@ -212,8 +174,8 @@ def _random_run(gen, typical, seed: int):
         20_000.0,
         np.random.default_rng(seed),
     )
-    sched = PolicyScheduler(make_policy("fgd", typical), LatencyModel.constant(0.5))
-    return run_timed(cluster, wl, sched, config=TimedConfig(full_check_every=50))
+    sched = PolicyScheduler(make_policy("fgd", typical))
+    return run_timed(cluster, wl, sched, config=timed(0.5, full_check_every=50))
 
 
 def test_event_hash_reproducible_and_seed_sensitive(gen, typical_small):
@@ -229,9 +191,9 @@ def test_event_hash_reproducible_and_seed_sensitive(gen, typical_small):
 def test_busy_server_latency_delays_binds(gen):
     # pod 0 arrives at 10: session 10 -> decision at 10 + 5 = 15.  Pod 1 arrives at 12 while
     # the scheduler is busy; its session starts at 15 and lands at 20.
-    wl = workload([gpu_pod(), gpu_pod()], [10.0, 12.0], [100.0, 100.0])
-    sched = FirstFit(latency=5.0)
-    r = run_timed(gen.build_cluster([T4x2]), wl, sched)
+    wl = timed_workload([gpu_pod(), gpu_pod()], [10.0, 12.0], [100.0, 100.0])
+    sched = FirstFit()
+    r = run_timed(gen.build_cluster([T4x2]), wl, sched, config=timed(5.0))
     assert r.first_bind_s.tolist() == [15.0, 20.0]
     assert [c[0] for c in sched.calls] == [10.0, 15.0]
     assert r.completion_s.tolist() == [115.0, 120.0]
@@ -239,20 +201,23 @@ def test_busy_server_latency_delays_binds(gen):
 
 
 def test_bind_conflict_keeps_pod_pending_and_completion_frees(gen):
-    class Clash:
+    class Clash(Stub):
         """Puts every pod that fits the snapshot on node 0, GPU 0, ignoring the others."""
 
         name = "clash"
 
-        def decide(self, state, pending, now_s):
-            return [
-                Placement(0, (0,), p) if state.why_not_fits(0, p, (0,)) is None else None for p in pending
-            ], 1.0
+        def decide(self, cycle):
+            binds = [
+                Bind(p.pod_id, Placement(0, (0,), p.spec))
+                for p in cycle.pending
+                if cycle.state.why_not_fits(0, p.spec, (0,)) is None
+            ]
+            return SchedulingDecision(binds, len(cycle.pending), 0.0, 0.0)
 
     # both arrive at 0; decision at 1: p0 binds, p1 conflicts; its retry at 1 finds no room
     # (parked).  p0 completes at 1 + 50 = 51, which frees the GPU: p1 decided at 51, binds 52.
-    wl = workload([gpu_pod(), gpu_pod()], [0.0, 0.0], [50.0, 50.0], horizon=200.0)
-    r = run_timed(gen.build_cluster([V1]), wl, Clash(), config=TimedConfig(full_check_every=1))
+    wl = timed_workload([gpu_pod(), gpu_pod()], [0.0, 0.0], [50.0, 50.0], horizon=200.0)
+    r = run_timed(gen.build_cluster([V1]), wl, Clash(), config=timed(1.0, full_check_every=1))
     assert r.bind_conflicts == 1
     assert r.first_bind_s.tolist() == [1.0, 52.0]
     assert r.completion_s.tolist() == [51.0, 102.0]
@@ -261,12 +226,12 @@ def test_bind_conflict_keeps_pod_pending_and_completion_frees(gen):
 
 
 def test_pending_order_is_priority_then_age(gen):
-    wl = workload(
+    wl = timed_workload(
         [gpu_pod(8)] * 4 + [gpu_pod(2)], [0, 0, 0, 0, 0], [10] * 5, priority=[0, 2, 1, 2, 0], horizon=5.0
     )
     sched = FirstFit()
     cluster = gen.build_cluster([("G2", 8, 96000, 393216)])
-    r = run_timed(cluster, wl, sched)
+    r = run_timed(cluster, wl, sched, config=timed())
     # one session sees all five (arrivals at equal times all precede SESSION_START)
     assert sched.calls[0][1] == ["p1", "p3", "p2", "p0", "p4"]
     assert r.first_bind_s[1] == 0.0 and np.isnan(r.first_bind_s[[0, 2, 3]]).all()
@@ -274,9 +239,9 @@ def test_pending_order_is_priority_then_age(gen):
 
 
 def test_rejected_at_arrival(gen):
-    wl = workload([gpu_pod(4), gpu_pod(1)], [0, 1], [10, 10], horizon=50.0)
-    r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit())
-    assert r.end_status.tolist() == [REJECTED, COMPLETED] and r.rejected == 1
+    wl = timed_workload([gpu_pod(4), gpu_pod(1)], [0, 1], [10, 10], horizon=50.0)
+    r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=timed())
+    assert r.end_status.tolist() == [PodPhase.REJECTED, PodPhase.COMPLETED] and r.rejected == 1
 
 
 def test_parking_changes_no_outcome(gen, typical_small):
@@ -292,8 +257,8 @@ def test_parking_changes_no_outcome(gen, typical_small):
     )
     out = []
     for park in (True, False):
-        sched = PolicyScheduler(make_policy("bestfit", typical_small), LatencyModel.constant(0.0))
-        out.append(run_timed(cluster, wl, sched, config=TimedConfig(park_unschedulable=park)))
+        sched = PolicyScheduler(make_policy("bestfit", typical_small))
+        out.append(run_timed(cluster, wl, sched, config=timed(0.0, park_unschedulable=park)))
     assert out[0].pending_at_end + np.isfinite(out[0].first_bind_s).sum() > 0
     assert np.array_equal(out[0].first_bind_s, out[1].first_bind_s, equal_nan=True)
     assert out[0].sessions < out[1].sessions
@@ -301,61 +266,60 @@ def test_parking_changes_no_outcome(gen, typical_small):
 
 # ----------------------------------------------------------------------------- invariants
 def test_capacity_invariant(gen, monkeypatch):
-    class Overbook:
+    class Overbook(Stub):
         name = "overbook"
 
-        def decide(self, state, pending, now_s):
-            return [Placement(0, (), p) for p in pending], 0.0
+        def decide(self, cycle):
+            binds = [Bind(p.pod_id, Placement(0, (), p.spec)) for p in cycle.pending]
+            return SchedulingDecision(binds, len(cycle.pending), 0.0, 0.0)
 
     # two 6000 m pods on an 8000 m node: revalidation (and bind's own check) disabled
     monkeypatch.setattr(ClusterState, "why_not_fits", lambda self, node, pod, gpus: None)
-    wl = workload([PodSpec(6000, 10), PodSpec(6000, 10)], [0, 0], [10, 10])
+    wl = timed_workload([PodSpec(6000, 10), PodSpec(6000, 10)], [0, 0], [10, 10])
     with pytest.raises(
         InvariantError,
         match=r"'capacity' violated after DECISION_DONE.*"
         r"cpu_milli_left -4000 of 8000",
     ):
-        run_timed(gen.build_cluster([V1]), wl, Overbook())
+        run_timed(gen.build_cluster([V1]), wl, Overbook(), config=timed())
 
 
 def test_pod_sets_invariant(gen):
     def hook(sim, t, cls, payload):
-        if cls == DECISION_DONE and sim.running:
+        if cls == Event.DECISION_DONE and sim.running:
             sim.running.pop(next(iter(sim.running)))
 
-    wl = workload([gpu_pod()], [0], [10])
+    wl = timed_workload([gpu_pod()], [0], [10])
     with pytest.raises(
         InvariantError,
         match=r"'pod-sets' violated after DECISION_DONE.*"
         r"1 pods have status RUNNING but the running set holds 0",
     ):
-        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook)
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=timed(), hook=hook)
 
 
 def test_pod_sets_invariant_membership(gen):
     def hook(sim, t, cls, payload):
-        if cls == ARRIVAL and payload == (1,):  # swap: running p0 leaves, pending p1 enters
+        if cls == Event.ARRIVAL and payload == (1,):  # swap: running p0 leaves, pending p1 enters
             sim.running[1] = sim.running.pop(0)
 
     # p0 runs from 0; p1 (2 GPUs) arrives at 1 and waits: the counts still agree after the swap
-    wl = workload([gpu_pod(), gpu_pod(2)], [0, 1], [10, 10])
+    wl = timed_workload([gpu_pod(), gpu_pod(2)], [0, 1], [10, 10])
     with pytest.raises(
         InvariantError,
         match=r"'pod-sets' violated after ARRIVAL.*pod 0 has status "
         r"RUNNING but is in 0 pending set\(s\) and not in the "
         r"running set",
     ):
-        run_timed(
-            gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
-        )
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=timed(full_check_every=1))
 
 
 def test_resource_accounting_invariant(gen):
     def hook(sim, t, cls, payload):
-        if cls == ARRIVAL:  # a pod nobody scheduled appears on node 1
-            sim.state.bind(Placement(1, (0,), gpu_pod()))
+        if cls == Event.ARRIVAL:  # a pod nobody scheduled appears on node 1
+            sim.ledger.state.bind(Placement(1, (0,), gpu_pod()))
 
-    wl = workload([gpu_pod()], [0], [10])
+    wl = timed_workload([gpu_pod()], [0], [10])
     with pytest.raises(
         InvariantError,
         match=r"'resource-accounting' violated after ARRIVAL.*"
@@ -363,24 +327,34 @@ def test_resource_accounting_invariant(gen):
         r"has .*gpu \[1000, 0",
     ):
         run_timed(
-            gen.build_cluster([T4x2, T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
+            gen.build_cluster([T4x2, T4x2]), wl, FirstFit(), hook=hook, config=timed(full_check_every=1)
         )
 
 
 def test_whole_free_gpu_count_invariant(gen):
     def hook(sim, t, cls, payload):
-        if cls == ARRIVAL:  # the running count of wholly free GPUs drifts from the state
-            sim.whole_free_gpus += 1
+        if cls == Event.ARRIVAL:  # the running count of wholly free GPUs drifts from the state
+            sim.ledger.whole_free_gpus += 1
 
-    wl = workload([gpu_pod()], [0], [10])
+    wl = timed_workload([gpu_pod()], [0], [10])
     with pytest.raises(
         InvariantError,
         match=r"'resource-accounting' violated after ARRIVAL.*"
         r"counts 3 wholly free GPUs but the state has 2",
     ):
-        run_timed(
-            gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=TimedConfig(full_check_every=1)
-        )
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=timed(full_check_every=1))
+
+
+def test_lifecycle_invariant(gen):
+    def hook(sim, t, cls, payload):
+        if cls == Event.DECISION_DONE and sim.running:  # a running pod cannot be pending again
+            sim.lifecycle.move(next(iter(sim.running)), PodPhase.PENDING)
+
+    wl = timed_workload([gpu_pod()], [0], [10])
+    with pytest.raises(
+        InvariantError, match=r"'lifecycle' violated: pod 0 cannot go from RUNNING to PENDING"
+    ):
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=timed(), hook=hook)
 
 
 @pytest.mark.parametrize(
@@ -397,8 +371,10 @@ def test_whole_free_gpu_count_invariant(gen):
     ],
 )
 def test_idle_capacity_splits_into_whole_and_shared_gpus(gen, warmup, alloc, whole, shared):
-    wl = workload([gpu_pod(1, 500), gpu_pod()], [0.0, 10.0], [100.0, 50.0], horizon=200.0, warmup=warmup)
-    r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=TimedConfig(full_check_every=1))
+    wl = timed_workload(
+        [gpu_pod(1, 500), gpu_pod()], [0.0, 10.0], [100.0, 50.0], horizon=200.0, warmup=warmup
+    )
+    r = run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), config=timed(full_check_every=1))
     assert r.first_bind_s.tolist() == [0.0, 10.0] and r.completion_s.tolist() == [100.0, 60.0]
     assert (r.gpu_alloc_pct, r.gpu_idle_whole_pct, r.gpu_idle_shared_pct) == pytest.approx(
         (alloc, whole, shared)
@@ -407,15 +383,19 @@ def test_idle_capacity_splits_into_whole_and_shared_gpus(gen, warmup, alloc, who
 
 # ----------------------------------------------------------------------------- defragmenter hook
 class OneShot:
-    """Returns ``plan`` the first time it is asked, nothing afterwards."""
+    """Returns ``actions`` the first time it is asked, nothing afterwards.  Records what it
+    read each time: the time, the pending pods, the running pods and, with ``runtimes``, their
+    remaining run times."""
 
-    def __init__(self, plan):
-        self.plan_moves, self.views = plan, []
+    def __init__(self, actions, runtimes=None):
+        self.actions, self.runtimes, self.views = actions, runtimes, []
 
-    def plan(self, view, now_s):
-        self.views.append((now_s, [p.pod_id for p in view.pending], view.running))
-        moves, self.plan_moves = self.plan_moves, []
-        return moves
+    def plan(self, cluster):
+        now, running = cluster.now_s, cluster.running
+        remaining = [self.runtimes.remaining_s(r, now) for r in running] if self.runtimes else None
+        self.views.append((now, [p.pod_id for p in cluster.pending], running, remaining))
+        actions, self.actions = self.actions, []
+        return actions
 
 
 def test_move_holds_both_then_restarts_with_lost_work(gen):
@@ -428,29 +408,26 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     # B binds on node 0 after the eviction (session t0 + 30, decision + 0.05).  C (1 GPU)
     # arrives during the grace period, when node 0 has a free GPU: the reservation keeps it off.
     a, b, c = gpu_pod(1, name="A"), gpu_pod(2, name="B"), gpu_pod(1, name="C")
-    wl = workload(
+    wl = timed_workload(
         [a, b, c], [0.0, 1000.0, 1010.0], [5000.0, 100.0, 100.0], interval=600.0, phase=200.0, horizon=6000.0
     )
-    defrag = OneShot([Move(0, 1, (0,), for_pod_id=1, reserve_node=0)])
     seen = []
 
     def hook(sim, t, cls, payload):
-        seen.append((t, cls, sim.state.gpu_milli_left[0, :2].tolist(), int(sim.state.gpu_milli_left[1, 0])))
+        left = sim.ledger.state.gpu_milli_left
+        seen.append((t, cls, left[0, :2].tolist(), int(left[1, 0])))
 
-    r = run_timed(
-        gen.build_cluster([T4x2, V1]),
-        wl,
-        FirstFit(latency=0.05),
-        defrag,
-        TimedConfig(eviction_grace_s=30.0, restart_s=60.0),
-        hook=hook,
-    )
+    config = timed(0.05, migration=MigrationModel(eviction_grace_s=30.0, restart_s=60.0))
+    sim = Simulator(gen.build_cluster([T4x2, V1]), wl, FirstFit(), config, hook)
+    # the move reserves node 0 for B; the oracle tells what A has left to run
+    defrag = OneShot([Reserve(0, 1), Move(0, 1, (0,))], runtimes=sim.true_runtimes)
+    r = sim.run(defrag)
     t0 = 1000.05
-    moved = next(s for s in seen if s[1] == DECISION_DONE and s[0] == t0)
+    moved = next(s for s in seen if s[1] == Event.DECISION_DONE and s[0] == t0)
     assert moved[2:] == ([0, 1000], 0)  # A on node 0 GPU 0 and on node 1 at once
-    evict = next(s for s in seen if s[1] == EVICT_DONE)
+    evict = next(s for s in seen if s[1] == Event.EVICT_DONE)
     assert evict[0] == pytest.approx(t0 + 30) and evict[2:] == ([1000, 1000], 0)
-    restart = next(s for s in seen if s[1] == RESTART_DONE)
+    restart = next(s for s in seen if s[1] == Event.RESTART_DONE)
     assert restart[0] == pytest.approx(t0 + 90)
     assert r.completion_s[0] == pytest.approx(5000.05 + 200 + 30 + 60)
     assert r.first_bind_s[1] == pytest.approx(t0 + 30 + 0.05) and r.first_node[1] == 0
@@ -460,23 +437,29 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert r.gpu_hours_lost_restart == pytest.approx(60 / 3600)
     assert r.gpu_hours_held_twice == pytest.approx(30 / 3600)
     assert r.reservations_made == r.reservations_fulfilled == 1 and r.reservation_expiries == 0
-    _, pending, running = defrag.views[0]
-    assert pending == [1] and running[0].work_since_checkpoint_s == pytest.approx(200.0)
-    assert running[0].remaining_work_s == pytest.approx(4000.0)
+    now, pending, running, remaining = defrag.views[0]
+    assert now == t0 and pending == [1] and [p.pod_id for p in running] == [0]
+    # A started at 0.05 and last checkpointed at work 800 (t = 800.05): 200 s since
+    assert running[0].start_s == 0.05
+    assert running[0].run_time_s == pytest.approx(1000.0)
+    assert running[0].last_checkpoint_run_s == pytest.approx(800.0)
+    assert running[0].work_since_checkpoint_s == pytest.approx(200.0)
+    assert remaining == [pytest.approx(4000.0)]
     # control: without the reservation C takes node 0's free GPU and B waits for C
-    free = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(latency=0.05), OneShot([Move(0, 1, (0,))]))
+    free = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(), OneShot([Move(0, 1, (0,))]), config)
     assert free.first_bind_s[2] < free.first_bind_s[1]
 
 
 def test_failing_move_aborts_rest_of_plan(gen):
-    # A on node 0, D on node 2 (pinned).  Plan: A -> node 1 (fits), D -> node 1 GPU 0 (taken
-    # by then), A -> node 2 (never reached).  One executed, two aborted, one plan aborted.
+    # A on node 0, D on node 2 (pinned).  Plan: reserve node 0 for B, then A -> node 1 (fits),
+    # D -> node 1 GPU 0 (taken by then), A -> node 2 (never reached).  One executed, two
+    # aborted, one plan aborted.
     a, d, b = gpu_pod(1, name="A"), gpu_pod(1, name="D"), gpu_pod(2, name="B")
-    wl = workload([a, d, b], [0.0, 0.0, 10.0], [1000.0, 1000.0, 10.0], horizon=500.0)
-    defrag = OneShot([Move(0, 1, (0,), 2, 0), Move(1, 1, (0,)), Move(0, 2, (1,))])
+    wl = timed_workload([a, d, b], [0.0, 0.0, 10.0], [1000.0, 1000.0, 10.0], horizon=500.0)
+    defrag = OneShot([Reserve(0, 2), Move(0, 1, (0,)), Move(1, 1, (0,)), Move(0, 2, (1,))])
     sched = FirstFit(prefer={"D": 2})
     cluster = gen.build_cluster([T4x2, V1, T4x2])
-    r = run_timed(cluster, wl, sched, defrag)
+    r = run_timed(cluster, wl, sched, defrag, timed())
     assert r.migrations_executed == 1 and r.migrations_aborted == 2 and r.plans_aborted == 1
     assert r.abort_reasons == {"target_does_not_fit": 1}
     # The first move reserved node 0 for B; the aborted plan released it at once, so B's later
@@ -495,24 +478,24 @@ def test_do_not_disrupt_and_reservation_expiry(gen):
         gpu_pod(1, name="C"),
         gpu_pod(1, name="E"),
     ]
-    wl = workload(
+    wl = timed_workload(
         pods,
         [0, 0, 10, 20, 2000],
         [5000, 5000, 10, 10, 10],
         horizon=3000.0,
         dnd=[False, False, False, False, False],
     )
-    defrag = OneShot([Move(1, 1, (1,), for_pod_id=2, reserve_node=0)])
+    defrag = OneShot([Reserve(0, 2), Move(1, 1, (1,))])
     sched = FirstFit(prefer={"A2": 1, "C": 0, "E": 0})
-    r = run_timed(gen.build_cluster([T4x4, T4x2]), wl, sched, defrag)
+    r = run_timed(gen.build_cluster([T4x4, T4x2]), wl, sched, defrag, timed())
     assert r.reservations_made == 1 and r.reservation_expiries == 1
     assert r.first_node[3] == 1  # C kept off the reserved node
     assert r.first_node[4] == 0  # E, after the expiry, may use it
-    assert r.end_status[2] == PENDING
+    assert r.end_status[2] == PodPhase.PENDING
     # a do-not-disrupt pod cannot be moved
-    wl2 = workload(pods[:3], [0, 0, 10], [5000, 5000, 10], horizon=100.0, dnd=[False, True, False])
+    wl2 = timed_workload(pods[:3], [0, 0, 10], [5000, 5000, 10], horizon=100.0, dnd=[False, True, False])
     r2 = run_timed(
-        gen.build_cluster([T4x4, T4x2]), wl2, FirstFit(prefer={"A2": 1}), OneShot([Move(1, 1, (1,))])
+        gen.build_cluster([T4x4, T4x2]), wl2, FirstFit(prefer={"A2": 1}), OneShot([Move(1, 1, (1,))]), timed()
     )
     assert r2.migrations_executed == 0 and r2.abort_reasons == {"do_not_disrupt": 1}
 
@@ -530,8 +513,8 @@ def test_fgd_and_bestfit_on_sampled_openb(default_inputs, mirror):
     wl = make_workload(default_inputs.pods, dur, cluster.gpu_capacity_milli, 0.9, 3 * 3600.0, rng)
     results = {}
     for name in ("fgd", "bestfit"):
-        sched = PolicyScheduler(make_policy(name, default_inputs.typical), LatencyModel.constant(0.05))
-        results[name] = r = run_timed(cluster, wl, sched)
+        sched = PolicyScheduler(make_policy(name, default_inputs.typical))
+        results[name] = r = run_timed(cluster, wl, sched, config=timed(0.05))
         assert 0 < r.gpu_alloc_pct <= 100
         assert r.arrived == len(wl) and r.wall_s < 30
         assert r.completed > 0 and r.bind_conflicts == 0
@@ -541,7 +524,6 @@ def test_fgd_and_bestfit_on_sampled_openb(default_inputs, mirror):
 def test_batch_scheduler_smoke(gen, typical_small):
     pytest.importorskip("ortools")
     from gpudefrag.batch.placer import BatchPlacer
-    from gpudefrag.sim.timed import BatchScheduler
 
     cluster = gen.build_cluster([T4x2, T4x4, V1, ("G2", 8, 96000, 393216)])
     trace = pod_batch([gpu_pod(1, 500), gpu_pod(1), gpu_pod(2), gpu_pod(4), PodSpec(2000, 100)])
@@ -553,14 +535,9 @@ def test_batch_scheduler_smoke(gen, typical_small):
         3000.0,
         np.random.default_rng(1),
     )
+    config = TimedConfig(latency=LatencyModel.deterministic(base_s=0.01))
     runs = [
-        run_timed(
-            cluster,
-            wl,
-            BatchScheduler(
-                BatchPlacer(typical_small), batch_size=4, latency=LatencyModel.deterministic(base_s=0.01)
-            ),
-        )
+        run_timed(cluster, wl, BatchScheduler(BatchPlacer(typical_small), batch_size=4), config=config)
         for _ in range(2)
     ]
     assert runs[0].event_hash == runs[1].event_hash
@@ -573,13 +550,13 @@ def test_completion_during_grace_frees_both_places(gen):
     # with a 30 s grace, so A finishes on the source first: both places are freed at 1010.05,
     # nothing is lost, 10 s of GPU time was held twice.
     a, b = gpu_pod(1, name="A"), gpu_pod(2, name="B")
-    wl = workload([a, b], [0.0, 1000.0], [1010.0, 100.0], horizon=3000.0)
+    wl = timed_workload([a, b], [0.0, 1000.0], [1010.0, 100.0], horizon=3000.0)
     r = run_timed(
         gen.build_cluster([T4x2, V1]),
         wl,
-        FirstFit(latency=0.05),
+        FirstFit(),
         OneShot([Move(0, 1, (0,))]),
-        TimedConfig(full_check_every=1),
+        timed(0.05, migration=MigrationModel(eviction_grace_s=30.0), full_check_every=1),
     )
     assert r.completion_s[0] == pytest.approx(1010.05)
     assert r.migrations_executed == 1 and r.migrations_overtaken == 1
@@ -589,10 +566,12 @@ def test_completion_during_grace_frees_both_places(gen):
 
 
 def test_latency_models():
-    assert LatencyModel.constant(0.2).latency(50, 9.0, 9.0) == 0.2
-    assert LatencyModel.wall(scale=2.0).latency(50, 0.5, 9.0) == 1.0
+    assert LatencyModel.constant(0.2).latency(50, 9.0) == 0.2  # the work reported is ignored
     assert LatencyModel.deterministic(scale=10.0, base_s=0.01, per_pod_s=0.001).latency(
-        20, 9.0, 0.1
+        20, 0.1
     ) == pytest.approx(0.01 + 0.02 + 1.0)
     with pytest.raises(ValueError, match="unknown latency kind"):
         LatencyModel("guess")
+    # wall-clock latency is gone (runs are reproducible bit for bit)
+    with pytest.raises(ValueError, match="unknown latency kind"):
+        LatencyModel("wall")

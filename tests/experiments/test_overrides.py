@@ -18,12 +18,13 @@ def test_overrides_parse_each_field_as_its_type():
             "plans_per_tick=3",
             "planner.harm_weight=2.5",
             "solver.deterministic=false",
-            "solver.frag_weighting=gpu",
+            "sweep_variant=solver+defrag",
             "planner.max_moves = 4",
         ],
     )
     assert cfg.plans_per_tick == 3 and cfg.planner.harm_weight == 2.5 and cfg.planner.max_moves == 4
-    assert cfg.solver.deterministic is False and cfg.solver.frag_weighting == "gpu"
+    assert cfg.solver.deterministic is False and cfg.sweep_variant == "solver+defrag"
+    assert apply_overrides(base, ["acceptance.defrag_min_gain_pp=1.5"]).acceptance.defrag_min_gain_pp == 1.5
     # nothing else changes, and the original stays as it was
     assert cfg.planner.margin == base.planner.margin and cfg.solver.seed == base.solver.seed
     assert base.plans_per_tick != 3 and base.planner.harm_weight != 2.5
@@ -78,5 +79,8 @@ def test_suite_1a_refuses_the_1b_options(tmp_path):
     result = _cli(
         "suite", "1a", "--seeds", "42", "--out", str(tmp_path), "--set", "plans_per_tick=1", "--no-sweep"
     )
-    assert result.returncode == 2
-    assert "--no-sweep, --set: only for suite 1b" in _assert_one_line_error(result.stderr)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "gpudefrag suite 1a: error: unrecognized arguments: --set plans_per_tick=1 --no-sweep"
+    ]
+    assert not any(tmp_path.iterdir())

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
+from gpudefrag.model.fit import feasible_mask
 from gpudefrag.model.gpu_models import gpu_model_mask, mask_accepts
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.base import Policy
-from gpudefrag.policies.filter import feasible_mask
 from gpudefrag.policies.registry import POLICY_NAMES, make_policy
 
 SEED = 7

@@ -8,33 +8,35 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudefrag.batch.patterns import fits_on_view, place_on_view
-from gpudefrag.batch.patterns import node_view as _view
 from gpudefrag.defrag.benefit import occupy, release
-from gpudefrag.defrag.cost import MovablePod, lost_work_s, move_cost_gpu_s
+from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
 from gpudefrag.model.cluster import Placement
-from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+from gpudefrag.model.fit import fits_on_view, place_on_view
+from gpudefrag.model.fit import node_view as _view
+from gpudefrag.model.migration import MigrationModel, last_checkpoint_work_s
 from gpudefrag.model.pods import PodSpec
+
+
+def _instant(restart_s: float) -> MigrationModel:
+    """No grace period (the room freed is ready at once, as the hand-worked benefits assume)."""
+    return MigrationModel(eviction_grace_s=0.0, restart_s=restart_s)
 
 
 def _running(state, placements, data) -> list[MovablePod]:
     out = []
     for i, p in enumerate(placements):
+        run_time = data.draw(st.floats(0, 20_000))
+        interval = data.draw(st.sampled_from([600.0, 1800.0, 3600.0]))
+        phase = data.draw(st.floats(0, 600))
         out.append(
             MovablePod(
                 pod_id=i,
                 node=p.node,
                 gpus=p.gpus,
-                cpu_milli=p.pod.cpu_milli,
-                memory_mib=p.pod.memory_mib,
-                num_gpu=p.pod.num_gpu,
-                gpu_milli=p.pod.gpu_milli,
-                gpu_model_mask=p.pod.gpu_model_mask,
-                run_time_s=data.draw(st.floats(0, 20_000)),
+                spec=p.pod,
+                lost_work_s=run_time - last_checkpoint_work_s(run_time, interval, phase),
                 remaining_s=data.draw(st.floats(1, 40_000)),
-                checkpoint_interval_s=data.draw(st.sampled_from([600.0, 1800.0, 3600.0])),
-                checkpoint_phase_s=data.draw(st.floats(0, 600)),
                 movable=data.draw(st.booleans() | st.just(True)),
             )
         )
@@ -71,24 +73,19 @@ def _brute_force_cost(state, running, pod, config) -> float | None:
                     continue
                 if not _has_destinations(state, list(subset), x):
                     continue
-                cost = sum(move_cost_gpu_s(p, config.restart_s) for p in subset)
+                cost = sum(move_cost_gpu_s(p, config.migration.restart_s) for p in subset)
                 best = cost if best is None else min(best, cost)
     return best
 
 
 def _has_destinations(state, moved, avoid) -> bool:
-    order = sorted(moved, key=lambda p: (-p.num_gpu * p.gpu_milli, -p.cpu_milli, p.pod_id))
+    order = sorted(moved, key=lambda p: (-p.spec.total_gpu_milli, -p.spec.cpu_milli, p.pod_id))
     others = [n for n in range(state.num_nodes) if n != avoid]
     for combo in itertools.product(others, repeat=len(order)):
         views = {n: _view(state, n) for n in set(combo)}
         ok = True
         for p, n in zip(order, combo):
-            if (
-                place_on_view(
-                    views[n], PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
-                )
-                is None
-            ):
+            if place_on_view(views[n], p.spec) is None:
                 ok = False
                 break
         if ok:
@@ -101,7 +98,7 @@ def _has_destinations(state, moved, avoid) -> bool:
 def test_planner_is_optimal_against_brute_force(data, gen, max_moves):
     state, placements, pod = data.draw(scenarios(gen))
     running = _running(state, placements, data)
-    config = PlannerConfig(max_moves=max_moves, restart_s=60.0, margin=-1.0)  # no hysteresis
+    config = PlannerConfig(max_moves=max_moves, migration=_instant(60.0), margin=-1.0)  # no hysteresis
     plan = DefragPlanner(config).plan(state, running, pod)
     expected = _brute_force_cost(state, running, pod, config)
     if expected is None:
@@ -118,7 +115,9 @@ def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves
     running = _running(state, placements, data)
     by_id = {p.pod_id: p for p in running}
     config = PlannerConfig(
-        max_moves=max_moves, restart_s=data.draw(st.sampled_from([60.0, 300.0, 900.0])), margin=margin
+        max_moves=max_moves,
+        migration=_instant(data.draw(st.sampled_from([60.0, 300.0, 900.0]))),
+        margin=margin,
     )
     plan = DefragPlanner(config).plan(state, running, pod)
     if plan is None:
@@ -131,16 +130,10 @@ def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves
     # blocked pod fits on the target once the moved pods leave it.
     work = state.copy()
     for m in plan.moves:
-        p = by_id[m.pod_id]
-        spec = PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
-        work.bind(Placement(m.to_node, m.to_gpus, spec))
+        work.bind(Placement(m.to_node, m.to_gpus, by_id[m.pod_id].spec))
     for m in plan.moves:
         p = by_id[m.pod_id]
-        work.unbind(
-            Placement(
-                p.node, p.gpus, PodSpec(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_model_mask)
-            )
-        )
+        work.unbind(Placement(p.node, p.gpus, p.spec))
     view = _view(work, plan.target_node)
     assert place_on_view(view, pod) is not None
 
@@ -154,37 +147,17 @@ def test_hysteresis_blocks_a_plan_that_does_not_pay(gen):
         state.bind(Placement(1, (g,), PodSpec(1000, 0, 1, 1000)))
     blocked = PodSpec(8000, 1024, 8, 1000)
     assert blocked_by_fragmentation(state, blocked)
-    mover = MovablePod(
-        0,
-        0,
-        (0,),
-        4000,
-        1024,
-        1,
-        1000,
-        -1,
-        run_time_s=1000.0,
-        remaining_s=50.0,
-        checkpoint_interval_s=600.0,
-        checkpoint_phase_s=0.0,
-    )
+    # 1000 s of work, checkpoints every 600 s: 400 s since the last one
+    mover = MovablePod(0, 0, (0,), small, lost_work_s=400.0, remaining_s=50.0)
     # cost = 1 GPU x (lost 400 s + restart 60 s) = 460; benefit = 8 GPUs x 50 s = 400 < 460.
-    assert DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.0)).plan(state, [mover], blocked) is None
-    long_running = MovablePod(
-        0,
-        0,
-        (0,),
-        4000,
-        1024,
-        1,
-        1000,
-        -1,
-        run_time_s=1000.0,
-        remaining_s=5000.0,
-        checkpoint_interval_s=600.0,
-        checkpoint_phase_s=0.0,
+    assert (
+        DefragPlanner(PlannerConfig(migration=_instant(60.0), margin=0.0)).plan(state, [mover], blocked)
+        is None
     )
-    plan = DefragPlanner(PlannerConfig(restart_s=60.0, margin=0.5)).plan(state, [long_running], blocked)
+    long_running = MovablePod(0, 0, (0,), small, lost_work_s=400.0, remaining_s=5000.0)
+    plan = DefragPlanner(PlannerConfig(migration=_instant(60.0), margin=0.5)).plan(
+        state, [long_running], blocked
+    )
     assert plan is not None and plan.target_node == 0
     assert plan.moves[0].to_node == 1 and plan.cost_gpu_s == pytest.approx(460.0)
     assert plan.benefit_gpu_s == pytest.approx(8 * 5000.0)
@@ -192,10 +165,11 @@ def test_hysteresis_blocks_a_plan_that_does_not_pay(gen):
 
 def test_protected_pod_is_never_moved(gen):
     state = gen.build_cluster([("G2", 8, 96000, 393216), ("G2", 8, 96000, 393216)])
-    state.bind(Placement(0, (0,), PodSpec(4000, 1024, 1, 1000)))
+    small = PodSpec(4000, 1024, 1, 1000)
+    state.bind(Placement(0, (0,), small))
     for g in range(1, 8):
         state.bind(Placement(1, (g,), PodSpec(1000, 0, 1, 1000)))
-    pinned = MovablePod(0, 0, (0,), 4000, 1024, 1, 1000, -1, 1000.0, 5000.0, 600.0, 0.0, movable=False)
+    pinned = MovablePod(0, 0, (0,), small, lost_work_s=400.0, remaining_s=5000.0, movable=False)
     assert DefragPlanner().plan(state, [pinned], PodSpec(8000, 1024, 8, 1000)) is None
 
 
@@ -209,7 +183,8 @@ def test_protected_pod_is_never_moved(gen):
     ],
 )
 def test_lost_work_since_last_checkpoint(run_time, interval, phase, lost):
-    assert lost_work_s(run_time, interval, phase) == pytest.approx(lost)
+    # the work since the last checkpoint mark is what a stop would lose
+    assert run_time - last_checkpoint_work_s(run_time, interval, phase) == pytest.approx(lost)
 
 
 def test_blocked_by_fragmentation_needs_enough_free_in_total(gen):
@@ -250,103 +225,26 @@ def test_occupy_undoes_release(data, gen):
         assert view == before
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_shared_gpus_only_never_takes_a_whole_free_gpu(data, gen):
-    state = data.draw(gen.clusters(max_nodes=3))
-    pod = data.draw(gen.pods(kinds=("share",)))
-    for n in range(state.num_nodes):
-        view = _view(state, n)
-        gpus = place_on_view(view.copy(), pod, shared_gpus_only=True)
-        partly_used = [g for g, left in enumerate(view.gpu_left) if pod.gpu_milli <= left < GPU_MILLI_PER_GPU]
-        if gpus is None:
-            assert not partly_used or not fits_on_view(view, pod)
-        else:
-            assert gpus[0] in partly_used
-
-
-# ----------------------------------------------------------------------------- consolidation only
-def _consolidation_scenario(gen):
-    """Node 0 (2 GPUs): half-GPU pod A (GPU 0, costly to move) and whole-GPU pod W (GPU 1,
-    cheap).  Node 1 (2 GPUs, little CPU): half-GPU pod B on GPU 0, GPU 1 free.  The blocked
-    pod needs a whole GPU and more CPU than node 1 has: W can go to node 1's free GPU, or A
-    can join B on GPU 0."""
+# ----------------------------------------------------------------------------- the cheapest plan
+def test_the_cheapest_plan_moves_the_pod_that_loses_least(gen):
+    """Node 0 (2 GPUs): half-GPU pod A (GPU 0, 500 s lost if moved) and whole-GPU pod W (GPU 1,
+    nothing lost).  Node 1 (2 GPUs, little CPU): half-GPU pod B (not movable) on GPU 0, GPU 1
+    free.  The blocked pod needs a whole GPU and more CPU than node 1 has: W can go to node 1's
+    free GPU, or A can join B on GPU 0."""
     state = gen.build_cluster([("G2", 2, 64000, 262144), ("G2", 2, 8000, 262144)])
-    half, whole = PodSpec(1000, 1024, 1, 500), PodSpec(1000, 1024, 1, 1000)
+    half, whole, other = (
+        PodSpec(1000, 1024, 1, 500),
+        PodSpec(1000, 1024, 1, 1000),
+        PodSpec(2000, 1024, 1, 500),
+    )
     state.bind(Placement(0, (0,), half))
     state.bind(Placement(0, (1,), whole))
-    state.bind(Placement(1, (0,), PodSpec(2000, 1024, 1, 500)))
-    a = MovablePod(
-        0,
-        0,
-        (0,),
-        1000,
-        1024,
-        1,
-        500,
-        -1,
-        run_time_s=500.0,
-        remaining_s=5000.0,
-        checkpoint_interval_s=600.0,
-        checkpoint_phase_s=0.0,
-    )
-    w = MovablePod(
-        1,
-        0,
-        (1,),
-        1000,
-        1024,
-        1,
-        1000,
-        -1,
-        run_time_s=0.0,
-        remaining_s=5000.0,
-        checkpoint_interval_s=600.0,
-        checkpoint_phase_s=0.0,
-    )
-    b = MovablePod(
-        2,
-        1,
-        (0,),
-        2000,
-        1024,
-        1,
-        500,
-        -1,
-        run_time_s=0.0,
-        remaining_s=5000.0,
-        checkpoint_interval_s=600.0,
-        checkpoint_phase_s=0.0,
-        movable=False,
-    )
-    return state, [a, w, b], PodSpec(16000, 1024, 1, 1000)
-
-
-def test_consolidation_only_moves_shared_pods_into_shared_gpus(gen):
-    state, running, blocked = _consolidation_scenario(gen)
-    plain = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0)).plan(
-        state, running, blocked
-    )
-    # the cheapest plan moves W (1 GPU x 60 s) into node 1's free GPU
-    assert plain is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plain.moves] == [(1, 1, (1,))]
-    assert plain.cost_gpu_s == pytest.approx(60.0)
-    cons = DefragPlanner(PlannerConfig(max_moves=2, restart_s=60.0, margin=0.0, consolidate_only=True))
-    plan = cons.plan(state, running, blocked)
-    # consolidation moves A next to B instead: 0.5 GPU x (500 s lost + 60 s)
-    assert plan is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plan.moves] == [(0, 1, (0,))]
-    assert plan.cost_gpu_s == pytest.approx(280.0)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), max_moves=st.integers(1, 3))
-def test_consolidation_only_plans_touch_only_shared_gpus(data, gen, max_moves):
-    state, placements, pod = data.draw(scenarios(gen, max_nodes=5, max_pods=14))
-    running = _running(state, placements, data)
-    by_id = {p.pod_id: p for p in running}
-    config = PlannerConfig(max_moves=max_moves, restart_s=60.0, margin=-1.0, consolidate_only=True)
-    plan = DefragPlanner(config).plan(state, running, pod)
-    if plan is None:
-        return
-    for m in plan.moves:
-        assert by_id[m.pod_id].gpu_milli < GPU_MILLI_PER_GPU
-        assert all(state.gpu_milli_left[m.to_node, g] < GPU_MILLI_PER_GPU for g in m.to_gpus)
+    state.bind(Placement(1, (0,), other))
+    a = MovablePod(0, 0, (0,), half, lost_work_s=500.0, remaining_s=5000.0)
+    w = MovablePod(1, 0, (1,), whole, lost_work_s=0.0, remaining_s=5000.0)
+    b = MovablePod(2, 1, (0,), other, lost_work_s=0.0, remaining_s=5000.0, movable=False)
+    config = PlannerConfig(max_moves=2, migration=_instant(60.0), margin=0.0)
+    plan = DefragPlanner(config).plan(state, [a, w, b], PodSpec(16000, 1024, 1, 1000))
+    # the cheapest plan moves W (1 GPU x 60 s) into node 1's free GPU, not A (0.5 x (500 + 60))
+    assert plan is not None and [(m.pod_id, m.to_node, m.to_gpus) for m in plan.moves] == [(1, 1, (1,))]
+    assert plan.cost_gpu_s == pytest.approx(60.0)

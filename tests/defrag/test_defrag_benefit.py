@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,34 +12,21 @@ from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig
 from gpudefrag.model.cluster import Placement
+from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.sim.timed_types import PendingPod, RunningPod
+from gpudefrag.model.port import Move, PendingPod, Reserve, RunningPod
 
 G2 = ("G2", 8, 96000, 393216)
 ONE_GPU = PodSpec(4000, 1024, 1, 1000)
 
 
 def _fill(state, node: int, remaining: list[float], first_id: int) -> list[MovablePod]:
-    """Bind one 1-GPU pod per entry of ``remaining`` on ``node`` (GPUs 0, 1, ...)."""
+    """Bind one 1-GPU pod per entry of ``remaining`` on ``node`` (GPUs 0, 1, ...); each would
+    lose 100 s of work (run 100 s, no checkpoint yet)."""
     out = []
     for g, left in enumerate(remaining):
         state.bind(Placement(node, (g,), ONE_GPU))
-        out.append(
-            MovablePod(
-                first_id + g,
-                node,
-                (g,),
-                ONE_GPU.cpu_milli,
-                ONE_GPU.memory_mib,
-                1,
-                1000,
-                -1,
-                run_time_s=100.0,
-                remaining_s=left,
-                checkpoint_interval_s=600.0,
-                checkpoint_phase_s=0.0,
-            )
-        )
+        out.append(MovablePod(first_id + g, node, (g,), ONE_GPU, lost_work_s=100.0, remaining_s=left))
     return out
 
 
@@ -85,29 +71,15 @@ def test_a_lone_pod_that_a_completion_will_serve_soon_gets_no_migration(gen):
     running = _fill(state, 0, [9000.0] * 7, 0)
     half = PodSpec(2000, 1024, 1, 500)
     state.bind(Placement(0, (7,), half))
-    running.append(
-        MovablePod(
-            7,
-            0,
-            (7,),
-            2000,
-            1024,
-            1,
-            500,
-            -1,
-            run_time_s=0.0,
-            remaining_s=9000.0,
-            checkpoint_interval_s=600.0,
-            checkpoint_phase_s=0.0,
-        )
-    )
+    running.append(MovablePod(7, 0, (7,), half, lost_work_s=0.0, remaining_s=9000.0))
     running += _fill(state, 1, [45.0] + [9000.0] * 6, 8)
     state.bind(Placement(1, (7,), half))
-    planner = DefragPlanner(PlannerConfig(max_moves=2, restart_s=10.0, margin=0.0, start_delay_s=30.0))
+    migration = MigrationModel(eviction_grace_s=30.0, restart_s=10.0)
+    planner = DefragPlanner(PlannerConfig(max_moves=2, migration=migration, margin=0.0))
     # cost: 0.5 GPU x (0 s lost + 10 s restart) = 5 GPU-s; alone, the pod saves 45 - 30 = 15 s
     plan = planner.plan(state, running, ONE_GPU)
     assert plan is not None and plan.benefit_gpu_s == pytest.approx(15.0)
-    strict = DefragPlanner(PlannerConfig(max_moves=2, restart_s=10.0, margin=3.0, start_delay_s=30.0))
+    strict = DefragPlanner(PlannerConfig(max_moves=2, migration=migration, margin=3.0))
     assert strict.plan(state, running, ONE_GPU) is None  # 15 < 4 x 5
     # with a queue of such pods node 1's GPU serves only the first; X's GPU is worth 9000 s more
     queued = strict.plan(state, running, ONE_GPU, competing=2)
@@ -164,40 +136,10 @@ def _harm_scenario(gen, b_movable: bool = True):
     for node, rest, lost in ((0, 100.0, 10.0), (1, 9000.0, 50.0)):
         for g in range(7):
             state.bind(Placement(node, (g,), ONE_GPU))
-            running.append(
-                MovablePod(
-                    10 * node + g,
-                    node,
-                    (g,),
-                    4000,
-                    1024,
-                    1,
-                    1000,
-                    -1,
-                    run_time_s=0.0,
-                    remaining_s=rest,
-                    checkpoint_interval_s=0.0,
-                    checkpoint_phase_s=0.0,
-                    movable=False,
-                )
-            )
+            running.append(MovablePod(10 * node + g, node, (g,), ONE_GPU, 0.0, rest, movable=False))
         state.bind(Placement(node, (7,), half))
         running.append(
-            MovablePod(
-                10 * node + 7,
-                node,
-                (7,),
-                2000,
-                1024,
-                1,
-                500,
-                -1,
-                run_time_s=lost,
-                remaining_s=rest,
-                checkpoint_interval_s=0.0,
-                checkpoint_phase_s=0.0,
-                movable=node == 0 or b_movable,
-            )
+            MovablePod(10 * node + 7, node, (7,), half, lost, rest, movable=node == 0 or b_movable)
         )
     for g in range(7):
         state.bind(Placement(2, (g,), ONE_GPU))
@@ -205,10 +147,14 @@ def _harm_scenario(gen, b_movable: bool = True):
     return state, running
 
 
+# no grace period: the room freed is ready at once
+INSTANT = MigrationModel(eviction_grace_s=0.0, restart_s=0.0)
+
+
 def test_harm_weight_prefers_the_node_whose_room_the_queue_would_not_get_soon(gen):
     state, running = _harm_scenario(gen)
-    plain = DefragPlanner(PlannerConfig(max_moves=1, restart_s=0.0, margin=-1.0))
-    weighed = DefragPlanner(PlannerConfig(max_moves=1, restart_s=0.0, margin=-1.0, harm_weight=1.0))
+    plain = DefragPlanner(PlannerConfig(max_moves=1, migration=INSTANT, margin=-1.0))
+    weighed = DefragPlanner(PlannerConfig(max_moves=1, migration=INSTANT, margin=-1.0, harm_weight=1.0))
     # cheapest: move A (0.5 x 10 s) and take node 0's GPU 7, which the queue would get in 100 s
     cheap = plain.plan(state, running, ONE_GPU, duration_s=1000.0)
     assert cheap is not None and cheap.target_node == 0 and cheap.cost_gpu_s == pytest.approx(5.0)
@@ -224,10 +170,10 @@ def test_harm_weight_prefers_the_node_whose_room_the_queue_would_not_get_soon(ge
 def test_hysteresis_counts_the_weighted_harm(gen):
     state, running = _harm_scenario(gen, b_movable=False)
     # only node 0 can be freed: cost 5; benefit = 1 GPU x 100 s (node 0 frees a GPU in 100 s)
-    plain = DefragPlanner(PlannerConfig(max_moves=1, restart_s=0.0, margin=0.0))
+    plain = DefragPlanner(PlannerConfig(max_moves=1, migration=INSTANT, margin=0.0))
     plan = plain.plan(state, running, ONE_GPU, duration_s=1000.0)
     assert plan is not None and plan.benefit_gpu_s == pytest.approx(100.0)
-    weighed = DefragPlanner(PlannerConfig(max_moves=1, restart_s=0.0, margin=0.0, harm_weight=1.0))
+    weighed = DefragPlanner(PlannerConfig(max_moves=1, migration=INSTANT, margin=0.0, harm_weight=1.0))
     assert weighed.plan(state, running, ONE_GPU, duration_s=1000.0) is None  # 100 < 5 + 900
     # a short pod hardly keeps the GPU from the queue: harm 1 x (105 - 100) = 5, total 10
     short = weighed.plan(state, running, ONE_GPU, duration_s=105.0)
@@ -235,13 +181,44 @@ def test_hysteresis_counts_the_weighted_harm(gen):
 
 
 # ----------------------------------------------------------------------------- several plans a tick
-class _View:
-    """The parts of :class:`gpudefrag.sim.migrations.SimView` the controller reads."""
+class _Port:
+    """A :class:`gpudefrag.model.port.ClusterPort` at ``now_s`` on ``state`` (no reservations)."""
 
-    def __init__(self, state, running, pending, durations):
-        self.state, self.running, self.pending = state, running, pending
+    def __init__(self, now_s, state, running, pending):
+        self.now_s, self._state, self.running, self.pending = now_s, state, running, pending
         self.reservations: dict[int, int] = {}
-        self.workload = SimpleNamespace(duration_s=np.asarray(durations, dtype=float))
+
+    def snapshot(self):
+        return self._state.copy()
+
+
+class _Known:
+    """A :class:`gpudefrag.model.port.RuntimeEstimator` that knows every pod's run time."""
+
+    def __init__(self, remaining_s: dict[int, float], durations_s):
+        self.remaining, self.durations = remaining_s, np.asarray(durations_s, dtype=float)
+
+    def remaining_s(self, pod, now_s):
+        return self.remaining[pod.pod_id]
+
+    def expected_s(self, pod):
+        return float(self.durations[pod.pod_id])
+
+
+# one grace (30 s) for the work a move loses and for the benefit's wait
+MIGRATION = MigrationModel(eviction_grace_s=30.0, restart_s=10.0)
+
+
+def _controller(**fields) -> DefragController:
+    """A controller for :func:`_two_blocked`'s pods: 9000 s left for each running pod, 5000 s of
+    run time for each blocked one."""
+    known = _Known(
+        dict.fromkeys([10 * node + g for node in (1, 2) for g in range(8)], 9000.0), np.full(102, 5000.0)
+    )
+    ctl = DefragController.with_config(PlannerConfig(max_moves=1, migration=MIGRATION, margin=0.0), known)
+    for name, value in fields.items():
+        setattr(ctl, name, value)
+    return ctl
 
 
 def _two_blocked(gen):
@@ -258,21 +235,23 @@ def _two_blocked(gen):
         for g in range(8):
             spec = ONE_GPU if g < 7 else half
             state.bind(Placement(node, (g,), spec))
-            running.append(
-                RunningPod(10 * node + g, spec, node, (g,), 0.0, 9000.0, 60.0, 600.0, 0.0, g < 7, False)
-            )
+            # started at 0, last checkpoint at 40: at t = 100, 60 s of work since
+            running.append(RunningPod(10 * node + g, spec, node, (g,), 0.0, 600.0, 100.0, 40.0, g < 7, False))
     pending = [PendingPod(100, ONE_GPU, 10.0, 0, True), PendingPod(101, ONE_GPU, 20.0, 0, True)]
-    return state, running, pending, np.full(102, 5000.0)
+    return state, running, pending
 
 
 @pytest.mark.parametrize("plans_per_tick", [1, 2])
 def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
-    ctl = DefragController.with_config(PlannerConfig(max_moves=1, restart_s=10.0, margin=0.0))
-    ctl.plans_per_tick, ctl.blocked_pods_per_tick = plans_per_tick, 4
-    state, running, pending, durations = _two_blocked(gen)
-    moves = ctl.plan(_View(state.copy(), running, pending, durations), 100.0)
-    assert len(moves) == plans_per_tick
-    assert [(m.for_pod_id, m.reserve_node) for m in moves] == [(100, 1), (101, 2)][:plans_per_tick]
+    ctl = _controller(plans_per_tick=plans_per_tick, blocked_pods_per_tick=4)
+    state, running, pending = _two_blocked(gen)
+    actions = ctl.plan(_Port(100.0, state, running, pending))
+    # per plan: the freed node reserved for its blocked pod, then the plan's one move
+    assert len(actions) == 2 * plans_per_tick
+    assert all(isinstance(a, Reserve) for a in actions[0::2])
+    assert all(isinstance(a, Move) for a in actions[1::2])
+    reserves, moves = actions[0::2], actions[1::2]
+    assert [(r.pod_id, r.node) for r in reserves] == [(100, 1), (101, 2)][:plans_per_tick]
     # pod 17 takes node 0's GPU 6; the second plan sends pod 27 to GPU 7, not to GPU 6 again
     assert [(m.pod_id, m.to_node, m.to_gpus) for m in moves] == [(17, 0, (6,)), (27, 0, (7,))][
         :plans_per_tick
@@ -281,31 +260,32 @@ def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
     for m in moves:  # every move fits on the state as the simulator will see it
         work.bind(Placement(m.to_node, m.to_gpus, PodSpec(2000, 1024, 1, 500)))
     # the next tick waits
-    assert ctl.plan(_View(state.copy(), running, pending, durations), 110.0) == []
+    assert ctl.plan(_Port(110.0, state, running, pending)) == []
 
 
 def _behind_a_big_pod(gen):
     """:func:`_two_blocked` with an older blocked 2-GPU pod (99) at the head of the queue: the
     cluster's free milli covers it, but no one-move plan frees two GPUs on a node."""
-    state, running, pending, durations = _two_blocked(gen)
-    return state, running, [PendingPod(99, PodSpec(4000, 1024, 2, 1000), 5.0, 0, True)] + pending, durations
+    state, running, pending = _two_blocked(gen)
+    return state, running, [PendingPod(99, PodSpec(4000, 1024, 2, 1000), 5.0, 0, True)] + pending
 
 
 def test_a_shared_budget_spends_its_tries_on_the_old_big_pod(gen):
-    ctl = DefragController.with_config(PlannerConfig(max_moves=1, restart_s=10.0, margin=0.0))
-    ctl.plans_per_tick, ctl.blocked_pods_per_tick = 2, 1
-    state, running, pending, durations = _behind_a_big_pod(gen)
-    assert ctl.plan(_View(state.copy(), running, pending, durations), 100.0) == []
+    ctl = _controller(plans_per_tick=2, blocked_pods_per_tick=1)
+    state, running, pending = _behind_a_big_pod(gen)
+    assert ctl.plan(_Port(100.0, state, running, pending)) == []
     assert set(ctl._last_try) == {99}
 
 
 @pytest.mark.parametrize("small_plans", [1, 2])
 def test_pods_of_one_gpu_have_their_own_budget(gen, small_plans):
-    ctl = DefragController.with_config(PlannerConfig(max_moves=1, restart_s=10.0, margin=0.0))
-    ctl.plans_per_tick, ctl.blocked_pods_per_tick = 2, 1
-    ctl.small_pods_per_tick, ctl.small_plans_per_tick = 4, small_plans
-    state, running, pending, durations = _behind_a_big_pod(gen)
-    moves = ctl.plan(_View(state.copy(), running, pending, durations), 100.0)
-    assert [(m.for_pod_id, m.reserve_node) for m in moves] == [(100, 1), (101, 2)][:small_plans]
+    ctl = _controller(
+        plans_per_tick=2, blocked_pods_per_tick=1, small_pods_per_tick=4, small_plans_per_tick=small_plans
+    )
+    state, running, pending = _behind_a_big_pod(gen)
+    actions = ctl.plan(_Port(100.0, state, running, pending))
+    reserves = [(a.pod_id, a.node) for a in actions if isinstance(a, Reserve)]
+    assert reserves == [(100, 1), (101, 2)][:small_plans]
+    assert [type(a) for a in actions] == [Reserve, Move] * small_plans
     # the big pod was still tried, on the main budget, and the small budget stopped at its plans
     assert set(ctl._last_try) == {99, 100, 101} if small_plans == 2 else {99, 100}

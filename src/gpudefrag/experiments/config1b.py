@@ -1,0 +1,85 @@
+"""Every setting of suite 1b, as data: the variants, the defragmenter's and solver's settings,
+and the thresholds its runs are checked against (:class:`Acceptance1b`).
+
+How each setting was chosen, and the figures behind the choice: ``docs/tuning-suite1b.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudefrag.batch.placer import SolverConfig
+from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
+from gpudefrag.model.migration import MigrationModel
+
+VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
+SOLVER_BATCH_PODS = 16
+"""Pods per solver batch; only a session's first batch is solved, later ones take FGD's plan."""
+RUNTIME_ESTIMATES = ("oracle", "history")
+
+
+@dataclass(frozen=True)
+class Acceptance1b:
+    """The thresholds suite 1b's runs are checked against (pp: percentage points of GPU
+    allocation; differences are paired to FGD and averaged over the seeds)."""
+
+    defrag_load: float = 1.0  # the offered load the defragmentation check looks at
+    defrag_min_gain_pp: float = 1.0  # least mean allocation gain of a defrag variant over FGD
+    defrag_max_p95_wait_added_s: float = 60.0  # most mean p95 wait it may add over FGD
+    solver_min_mean_gain_pp: float = 0.0  # least mean allocation gain of the solver at every load
+
+
+@dataclass(frozen=True)
+class Suite1bConfig:
+    """Every setting of suite 1b.
+
+    A field comment ``doc: "<section>"`` names the section of ``docs/tuning-suite1b.md`` that
+    records how the setting was chosen and the figures behind the choice.
+    """
+
+    workload: str = DEFAULT_WORKLOAD  # openb pod list the pods are resampled from
+    seeds: tuple[int, ...] = tuple(range(47, 57))  # held-out seeds (42-46 are for tuning)
+    loads: tuple[float, ...] = (0.9, 1.0, 1.1)  # offered GPU loads
+    variants: tuple[str, ...] = VARIANTS  # see scenario1b.VARIANTS
+    n_nodes: int = 150  # openb GPU nodes sampled per seed
+    horizon_h: float = 8.0  # simulated hours per run, the first quarter warm-up
+    restart_s: float = 60.0  # a moved pod's restart time in the main runs
+    eviction_grace_s: float = 30.0  # a moved pod keeps running on its source this long
+    sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0)  # restart times of the sweep
+    sweep_load: float = 1.0  # offered load of the restart-time sweep
+    sweep_variant: str = "fgd+defrag"  # variant of the restart-time sweep
+    planner: PlannerConfig = field(  # defrag plan search; doc: "Defragmenter budget"
+        default_factory=lambda: PlannerConfig(max_moves=8, margin=0.5, harm_weight=1.0)
+    )
+    tick_interval_s: float = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
+    replan_after_s: float = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
+    plans_per_tick: int = 2  # plans executed per tick; doc: "Defragmenter budget"
+    blocked_pods_per_tick: int = 4  # blocked pods tried per tick; doc: "Defragmenter budget"
+    small_pods_per_tick: int = 4  # pods of <= 1 GPU tried per tick; doc: "Small-pod budget"
+    small_plans_per_tick: int = 2  # plans for pods of <= 1 GPU per tick; doc: "Small-pod budget"
+    headroom_fraction: float = 0.05  # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate"
+    solver: SolverConfig = field(  # batch placer; doc: the four "Solver: ..." sections
+        default_factory=lambda: SolverConfig(
+            min_solver_batch=2,
+            deterministic_time=0.005,
+            candidates_per_pod=6,
+            max_patterns_per_node=24,
+            protect_blocked=8,
+        )
+    )
+    decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
+    runtime_estimates: str = "history"  # what the defragmenter knows of run times; doc: "Run-time estimates"
+    acceptance: Acceptance1b = field(default_factory=Acceptance1b)  # thresholds; doc: "Acceptance checks"
+
+    def __post_init__(self) -> None:
+        if self.runtime_estimates not in RUNTIME_ESTIMATES:
+            raise ConfigError(
+                f"runtime_estimates={self.runtime_estimates!r}: expected one of "
+                f"{', '.join(RUNTIME_ESTIMATES)}"
+            )
+        if self.planner.migration != MigrationModel():
+            raise ConfigError(
+                "planner.migration is the run's migration model: set restart_s and eviction_grace_s instead"
+            )

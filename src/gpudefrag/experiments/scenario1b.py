@@ -1,0 +1,132 @@
+"""One suite-1b scenario wired and run: cluster, arrivals, scheduler, defragmenter, simulator.
+
+The cluster and the arrivals depend only on (workload, load, seed, node count, hours), never on
+the variant, so every variant of one (load, seed) sees the same cluster and arrivals.  A variant
+is ``<base>`` or ``<base>+defrag``: the base ``solver`` is the CP-SAT batch placer on a session's
+first batch, any other base a one-pod-at-a-time policy; ``+defrag`` adds the defragmenter.
+Suite 1b (:func:`gpudefrag.experiments.suite1b.run_one`) and ``gpudefrag sim`` both run a
+scenario through :func:`run_scenario`, so one scenario gives one event hash wherever it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.defrag.controller import DefragController
+from gpudefrag.defrag.planner import DefragPlanner
+from gpudefrag.defrag.runtime import ResidualLife
+from gpudefrag.experiments.config1b import SOLVER_BATCH_PODS, Suite1bConfig
+from gpudefrag.experiments.inputs import WorkloadInputs, cluster_from_nodes, workload_inputs
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.migration import MigrationModel
+from gpudefrag.model.port import RuntimeEstimator, Scheduler
+from gpudefrag.policies.registry import make_policy
+from gpudefrag.policies.scheduler import PolicyScheduler
+from gpudefrag.sim.config import TimedConfig
+from gpudefrag.sim.latency import LatencyModel
+from gpudefrag.sim.results import TimedResult
+from gpudefrag.sim.timed import Simulator
+from gpudefrag.workloads.openb import load_workload
+from gpudefrag.workloads.synthetic import (
+    SyntheticWorkload,
+    durations_from_table,
+    make_workload,
+    sample_cluster,
+)
+
+EventHook = Callable[[Any, float, int, tuple], None]
+"""``hook(sim, t, cls, payload)``, called by the time-driven simulator after each processed event."""
+
+
+@lru_cache(maxsize=4)
+def trace_durations_s(workload: str) -> np.ndarray:
+    """The run times (s) of ``workload``'s trace pods, resampled with the pods (cached)."""
+    return durations_from_table(load_workload(workload))
+
+
+def scenario(
+    config: Suite1bConfig, load: float, seed: int
+) -> tuple[WorkloadInputs, ClusterState, SyntheticWorkload]:
+    """The inputs, cluster and arrivals of one (load, seed): identical for every variant."""
+    inputs = workload_inputs(config.workload)
+    rng = np.random.default_rng([seed, round(load * 1000)])
+    nodes = sample_cluster(inputs.nodes, config.n_nodes, rng)
+    cluster = cluster_from_nodes(nodes)
+    workload = make_workload(
+        inputs.pods,
+        trace_durations_s(config.workload),
+        cluster.gpu_capacity_milli,
+        load,
+        config.horizon_h * 3600.0,
+        rng,
+    )
+    return inputs, cluster, workload
+
+
+def make_scheduler(
+    config: Suite1bConfig, inputs: WorkloadInputs, base: str, seed: int
+) -> tuple[Scheduler, LatencyModel]:
+    """The scheduler of a variant's base and its simulated decision latency: the batch placer
+    for ``solver`` (the solver's deterministic time on top of the base latency), else a policy."""
+    if base == "solver":
+        placer = BatchPlacer(inputs.typical, config.solver)
+        return (
+            BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1),
+            LatencyModel.deterministic(base_s=config.decision_latency_s),
+        )
+    policy = PolicyScheduler(make_policy(base, inputs.typical, seed))
+    return policy, LatencyModel.constant(config.decision_latency_s)
+
+
+def migration_model(config: Suite1bConfig, restart_s: float) -> MigrationModel:
+    """The migration model of a run: the suite's grace period, pods restarting in ``restart_s``."""
+    return MigrationModel(eviction_grace_s=config.eviction_grace_s, restart_s=restart_s)
+
+
+def make_defragmenter(
+    config: Suite1bConfig, migration: MigrationModel, runtimes: RuntimeEstimator
+) -> DefragController:
+    """The defragmenter of a ``+defrag`` variant under ``migration``, estimating run times
+    with ``runtimes``."""
+    planner = replace(config.planner, migration=migration)
+    return DefragController(
+        DefragPlanner(planner),
+        runtimes,
+        tick_interval_s=config.tick_interval_s,
+        replan_after_s=config.replan_after_s,
+        plans_per_tick=config.plans_per_tick,
+        blocked_pods_per_tick=config.blocked_pods_per_tick,
+        small_pods_per_tick=config.small_pods_per_tick,
+        small_plans_per_tick=config.small_plans_per_tick,
+        headroom_fraction=config.headroom_fraction,
+    )
+
+
+def run_scenario(
+    config: Suite1bConfig,
+    variant: str,
+    load: float,
+    seed: int,
+    restart_s: float,
+    hook: EventHook | None = None,
+) -> tuple[TimedResult, SyntheticWorkload]:
+    """Run ``variant`` on the scenario of (``load``, ``seed``) with pods restarting after
+    ``restart_s`` seconds; ``hook`` sees every processed event (it must not change the run)."""
+    inputs, cluster, workload = scenario(config, load, seed)
+    base, _, extra = variant.partition("+")
+    scheduler, latency = make_scheduler(config, inputs, base, seed)
+    migration = migration_model(config, restart_s)
+    sim = Simulator(cluster, workload, scheduler, TimedConfig(migration=migration, latency=latency), hook)
+    defrag = None
+    if extra == "defrag":
+        history = config.runtime_estimates == "history"
+        runtimes = ResidualLife(workload.duration_s) if history else sim.true_runtimes
+        defrag = make_defragmenter(config, migration, runtimes)
+    return sim.run(defrag), workload

@@ -1,0 +1,110 @@
+"""``gpudefrag sim``: one time-driven scenario of suite 1b, run on its own.
+
+The run goes through :func:`~gpudefrag.experiments.scenario1b.run_scenario`, as suite 1b's
+:func:`~gpudefrag.experiments.suite1b.run_one` does, on the configuration
+:func:`~gpudefrag.experiments.suite1b.build_config` gives both; so one (workload, seed, load,
+variant, restart time, settings) has one event hash, here and in suite 1b's results.
+The summary is a flat dict (field names carry their units) printed as a table or as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.config1b import VARIANTS, Suite1bConfig
+from gpudefrag.experiments.eventlog import EventLogFile
+from gpudefrag.experiments.scenario1b import run_scenario
+
+
+def check_variant(variant: str) -> str:
+    """``variant`` if it is one of suite 1b's variants, else a :class:`ConfigError`."""
+    if variant not in VARIANTS:
+        raise ConfigError(f"--variant {variant}: unknown (known: {', '.join(VARIANTS)})")
+    return variant
+
+
+def run_sim(
+    config: Suite1bConfig,
+    variant: str,
+    load: float,
+    seed: int,
+    restart_s: float,
+    settings: list[str] | tuple[str, ...] = (),
+    events_path: Path | None = None,
+) -> dict[str, Any]:
+    """Run one scenario (writing its events to ``events_path`` if given); its summary."""
+    check_variant(variant)
+    started = time.perf_counter()
+    if events_path is None:
+        result, _ = run_scenario(config, variant, load, seed, restart_s)
+        events_written = None
+    else:
+        with EventLogFile(events_path) as log:
+            result, _ = run_scenario(config, variant, load, seed, restart_s, hook=log)
+        events_written = log.count
+    return {
+        "workload": config.workload,
+        "seed": seed,
+        "load": load,
+        "variant": variant,
+        "horizon_h": config.horizon_h,
+        "n_nodes": config.n_nodes,
+        "restart_s": restart_s,
+        "settings": list(settings),
+        "gpu_alloc_pct": result.gpu_alloc_pct,
+        "gpu_useful_pct": result.gpu_useful_pct,
+        "wait_p50_s": result.wait_p50_s,
+        "wait_p95_s": result.wait_p95_s,
+        "pods_arrived": result.arrived,
+        "pods_completed": result.completed,
+        "pods_pending_at_end": result.pending_at_end,
+        "migrations_executed": result.migrations_executed,
+        "migrations_aborted": result.migrations_aborted,
+        "reservations_made": result.reservations_made,
+        "reservations_fulfilled": result.reservations_fulfilled,
+        "events_processed": result.events_processed,
+        "events_file": None if events_path is None else str(events_path),
+        "events_written": events_written,
+        "sim_wall_s": result.wall_s,
+        "wall_s": time.perf_counter() - started,
+        "event_hash": result.event_hash,
+    }
+
+
+def format_json(summary: dict[str, Any]) -> str:
+    """The summary as one JSON object on one line."""
+    return json.dumps(summary)
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The summary as a two-column table, ending with the ``event_hash`` line."""
+    s = summary
+    rows = [
+        (
+            "scenario",
+            f"{s['workload']}, seed {s['seed']}, load {s['load']:g}, {s['variant']}, "
+            f"{s['horizon_h']:g} h on {s['n_nodes']} nodes, restart {s['restart_s']:g} s",
+        ),
+        ("settings", ", ".join(s["settings"]) or "suite 1b's"),
+        ("GPU allocation %", f"{s['gpu_alloc_pct']:.2f}"),
+        ("useful allocation %", f"{s['gpu_useful_pct']:.2f}"),
+        ("wait p50 / p95 s", f"{s['wait_p50_s']:.2f} / {s['wait_p95_s']:.2f}"),
+        ("pods arrived", str(s["pods_arrived"])),
+        ("pods completed", str(s["pods_completed"])),
+        ("pods pending at end", str(s["pods_pending_at_end"])),
+        ("migrations", f"{s['migrations_executed']} executed, {s['migrations_aborted']} aborted"),
+        ("reservations", f"{s['reservations_made']} made, {s['reservations_fulfilled']} fulfilled"),
+        ("events processed", str(s["events_processed"])),
+    ]
+    if s["events_file"] is not None:
+        rows.append(("events file", f"{s['events_file']} ({s['events_written']} lines)"))
+    rows += [
+        ("wall s", f"{s['wall_s']:.2f} (simulation {s['sim_wall_s']:.2f})"),
+        ("event_hash", s["event_hash"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

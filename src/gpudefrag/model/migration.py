@@ -1,0 +1,36 @@
+"""The migration model, defined once: what moving a running pod costs in time.
+
+A move binds the pod on its target at once; the pod keeps running on its source for
+``eviction_grace_s`` (holding both places), is then evicted, and resumes on the target
+``restart_s`` later.  At eviction its progress falls back to its last checkpoint.
+
+Checkpoints fall at work marks ``phase_s + k * interval_s`` (k = 0, 1, ...), measured in the
+pod's own run time; a pod with ``interval_s <= 0`` never checkpoints, and before its first mark
+a pod has nothing to resume from (it restarts from zero).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MigrationModel:
+    """Times of one move, in seconds (module docstring)."""
+
+    eviction_grace_s: float = 30.0
+    restart_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not (self.eviction_grace_s >= 0 and self.restart_s >= 0):
+            raise ValueError(
+                f"eviction_grace_s and restart_s must be >= 0, got {self.eviction_grace_s}, {self.restart_s}"
+            )
+
+
+def last_checkpoint_work_s(work_s: float, interval_s: float, phase_s: float) -> float:
+    """The last checkpoint mark (``phase_s + k * interval_s``) at or before ``work_s``; 0 if none."""
+    if work_s < phase_s or interval_s <= 0:
+        return 0.0
+    return phase_s + math.floor((work_s - phase_s) / interval_s) * interval_s

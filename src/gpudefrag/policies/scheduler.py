@@ -1,0 +1,45 @@
+"""A scheduler (:class:`gpudefrag.model.port.Scheduler`) that places pods one by one with a
+per-pod policy (FGD, BestFit...).
+
+It takes the cycle's pending pods in queue order, at most ``max_pending`` of them, and binds
+each where the policy says on a copy of the cycle's state.  Within a cycle only binds happen,
+so a pod shape that fitted nowhere fits nowhere later in the cycle: it is not asked again (the
+policy must return ``None`` only when no node is feasible, as every registered policy does).
+"""
+
+from __future__ import annotations
+
+import time
+
+from gpudefrag.model.port import Bind, SchedulingCycle, SchedulingDecision
+from gpudefrag.policies.base import Policy
+
+
+class PolicyScheduler:
+    def __init__(self, policy: Policy, max_pending: int = 256) -> None:
+        self.policy = policy
+        self.max_pending = max_pending
+        self.name = f"policy:{policy.name}"
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def decide(self, cycle: SchedulingCycle) -> SchedulingDecision:
+        started = time.perf_counter()
+        work = cycle.state.copy()
+        binds: list[Bind] = []
+        failed: set[tuple[int, ...]] = set()
+        pending = cycle.pending
+        n = min(len(pending), self.max_pending)
+        for i in range(n):
+            pod = pending[i]
+            key = pod.spec.fit_key
+            if key in failed:
+                continue
+            p = self.policy.select(work, pod.spec)
+            if p is None:
+                failed.add(key)
+                continue
+            work.bind(p)
+            binds.append(Bind(pod.pod_id, p))
+        return SchedulingDecision(binds, n, time.perf_counter() - started, 0.0)

@@ -1,0 +1,99 @@
+"""The simulator's side of the decision port (:mod:`gpudefrag.model.port`).
+
+:class:`SessionCycle` is what the scheduler reads in one session; :class:`ClusterView` is what
+the defragmenter reads after a session; :class:`TrueRuntimes` is the oracle run-time
+estimator (each pod's true remaining run time), for experiments only.  Lists are built on
+first use.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.migration import last_checkpoint_work_s
+from gpudefrag.model.port import PendingPod, RunningPod
+from gpudefrag.sim.core import SimCore
+from gpudefrag.sim.running import RunPhase
+
+
+def _pending(core: SimCore, pods: list[int]) -> list[PendingPod]:
+    w, parked = core.workload, core.waitq.parked_of
+    return [
+        PendingPod(i, core.specs[i], float(w.arrival_s[i]), int(w.priority[i]), i in parked) for i in pods
+    ]
+
+
+class SessionCycle:
+    """One session: the masked snapshot, the offered pods and the parked ones, in queue order."""
+
+    def __init__(self, core: SimCore, now_s: float, state: ClusterState, offered: list[int]) -> None:
+        self._core = core
+        self.now_s = now_s
+        self.state = state
+        self._offered = offered
+
+    @cached_property
+    def pending(self) -> list[PendingPod]:
+        return _pending(self._core, self._offered)
+
+    @cached_property
+    def blocked(self) -> list[PendingPod]:
+        waitq = self._core.waitq
+        return _pending(self._core, waitq.in_order(waitq.parked_of))
+
+
+class ClusterView:
+    """The cluster as a controller reads it at ``now_s``."""
+
+    def __init__(self, core: SimCore, now_s: float) -> None:
+        self._core = core
+        self.now_s = now_s
+        self.reservations: dict[int, int] = {n: r.pod for n, r in core.reservations.by_node.items()}
+
+    def snapshot(self) -> ClusterState:
+        return self._core.ledger.state.copy()
+
+    @cached_property
+    def pending(self) -> list[PendingPod]:
+        waitq = self._core.waitq
+        return _pending(self._core, waitq.in_order(waitq.active | waitq.parked_of.keys()))
+
+    @cached_property
+    def running(self) -> list[RunningPod]:
+        core, w, now = self._core, self._core.workload, self.now_s
+        out = []
+        for i, r in core.running.items():
+            interval = float(w.checkpoint_interval_s[i])
+            done = r.work_done(now)
+            mark = last_checkpoint_work_s(done, interval, float(w.checkpoint_phase_s[i]))
+            p = r.placement
+            out.append(
+                RunningPod(
+                    i,
+                    p.pod,
+                    p.node,
+                    p.gpus,
+                    r.start_s,
+                    interval,
+                    done,
+                    mark,
+                    bool(w.do_not_disrupt[i]),
+                    r.phase != RunPhase.RUN,
+                )
+            )
+        return out
+
+
+class TrueRuntimes:
+    """The oracle: each pod's true run time (a pending pod) and true remaining run time."""
+
+    def __init__(self, core: SimCore) -> None:
+        self._core = core
+
+    def remaining_s(self, pod: RunningPod, now_s: float) -> float:
+        core = self._core
+        return float(core.workload.duration_s[pod.pod_id]) - core.running[pod.pod_id].work_done(now_s)
+
+    def expected_s(self, pod: PendingPod) -> float:
+        return float(self._core.workload.duration_s[pod.pod_id])
