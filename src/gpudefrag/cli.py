@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -189,11 +190,36 @@ def cmd_suite_1a(args: argparse.Namespace) -> int:
     return 0
 
 
+SEED_SET_FOLDERS = {
+    "tuning": "suite1b-tuning",
+    "old-report": "suite1b",
+    "confirmation": "suite1b-confirmation",
+}
+"""Where ``suite 1b`` writes, by seed set (other seeds: ``suite1b-other-seeds``)."""
+
+
+def parse_seeds_or_set(text: str) -> list[int]:
+    """A seed set's name (``tuning``, ``old-report``, ``confirmation``) or seeds as
+    :func:`parse_seeds` takes them."""
+    from gpudefrag.experiments.config1b import SEED_SETS
+
+    if text in SEED_SETS:
+        return list(SEED_SETS[text])
+    return parse_seeds(text)
+
+
 def cmd_suite_1b(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SET, seed_set_name
     from gpudefrag.experiments.report1b import write_report
     from gpudefrag.experiments.suite1b import VARIANTS, build_config, run_suite
 
     seeds = tuple(args.seeds)
+    set_name = seed_set_name(seeds)
+    if set_name == RUN_ONCE_SEED_SET and args.set:
+        raise ConfigError(
+            f"--seeds {set_name} runs the suite's own settings only, once, at the end: "
+            "choose settings with --seeds tuning and --set, without this set"
+        )
     fields: dict = {"seeds": seeds}
     if args.loads:
         fields["loads"] = tuple(args.loads)
@@ -205,14 +231,14 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
     if args.no_sweep:
         fields["sweep_restart_s"] = ()
     config = build_config(args.workload, args.hours, args.nodes, args.set or [], **fields)
-    held_out = all(s >= 47 for s in seeds)
-    title = ("held-out seeds" if held_out else "tuning seeds") + " (time-driven, departures, defragmentation)"
+    label = f"seed set '{set_name}'" if set_name else "seeds outside the named sets"
+    title = f"{label} (time-driven, departures, defragmentation)"
     if args.set:
         title += "; settings changed: " + ", ".join(args.set)
     started = time.perf_counter()
     runs = run_suite(config, args.jobs, progress=not args.no_progress)
     wall = time.perf_counter() - started
-    folder = args.out / ("suite1b" if held_out else "suite1b-tuning")
+    folder = args.out / SEED_SET_FOLDERS.get(set_name or "", "suite1b-other-seeds")
     paths = write_report(runs, config, folder, wall, title)
     print((folder / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths))
@@ -257,12 +283,18 @@ class OneLineParser(argparse.ArgumentParser):
 _EXTRAS_PROG = "_unrecognized_by"
 
 
-def _add_shared_suite_options(parser: argparse.ArgumentParser, seeds: list[int], seeds_help: str) -> None:
-    """Options both suites take: workload, seeds, worker processes, output folder, progress bar."""
+def _add_shared_suite_options(
+    parser: argparse.ArgumentParser,
+    seeds: list[int],
+    seeds_help: str,
+    parse: Callable[[str], list[int]] = parse_seeds,
+) -> None:
+    """Options both suites take: workload, seeds (read by ``parse``), worker processes, output
+    folder, progress bar."""
     parser.add_argument(
         "--workload", default="openb_pod_list_default", help="openb pod list (default %(default)s)"
     )
-    parser.add_argument("--seeds", type=parse_seeds, default=seeds, help=seeds_help)
+    parser.add_argument("--seeds", type=parse, default=seeds, help=seeds_help)
     parser.add_argument(
         "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
     )
@@ -341,11 +373,15 @@ def add_suite_commands(sub) -> None:
         help="time-driven simulation with departures, queueing and defragmentation",
         description="Time-driven simulation with departures, queueing and checkpoint-aware "
         "defragmentation at loads 0.9/1.0/1.1, plus a restart-time sweep, checked against the "
-        "suite's acceptance checks.  Held-out seeds (47+) write runs/suite1b/, tuning seeds "
-        "(e.g. 42-46) runs/suite1b-tuning/.",
+        "suite's acceptance checks.  The report names the seed set it ran on: tuning (42-46, "
+        "runs/suite1b-tuning/), old-report (47-56, runs/suite1b/) or confirmation (1001-1020, "
+        "runs/suite1b-confirmation/: the suite's own settings only, run once at the end).",
     )
     _add_shared_suite_options(
-        s1b, list(range(47, 57)), "seeds (default: the held-out 47-56; tune with 42-46)"
+        s1b,
+        list(range(47, 57)),
+        "seeds, or a seed set: tuning, old-report, confirmation (default: old-report, 47-56)",
+        parse_seeds_or_set,
     )
     _add_scale_options(s1b)
     s1b.add_argument(

@@ -398,6 +398,30 @@ class OneShot:
         return actions
 
 
+def test_plan_outcome_when_the_blocked_pod_starts_elsewhere_first(gen):
+    # Three nodes of 2 x T4, first fit: X and X2 (1 GPU, done at 1010) fill node 0, A and Y
+    # (1 GPU, 5000 s) node 1, Z node 2's GPU 0.  B (2 GPUs) arrives at 1000; the stub reserves
+    # node 1 for it and moves A to node 2's GPU 1.  At 1010.1 X2 finishes: B starts on node 0
+    # before the move has freed anything, so the plan ends "bound elsewhere first", not fulfilled.
+    pods = [gpu_pod(1, name=n) for n in ("X", "X2", "A", "Y", "Z")] + [gpu_pod(2, name="B")]
+    wl = timed_workload(
+        pods,
+        [0.0, 0.1, 0.2, 0.3, 0.4, 1000.0],
+        [1010.0, 1010.0, 5000.0, 5000.0, 5000.0, 100.0],
+        horizon=3000.0,
+    )
+    r = run_timed(
+        gen.build_cluster([T4x2, T4x2, T4x2]),
+        wl,
+        FirstFit(),
+        OneShot([Reserve(1, 5), Move(2, 2, (1,))]),
+        timed(),
+    )
+    assert r.first_node[5] == 0 and r.first_bind_s[5] == pytest.approx(1010.1)  # X2 ends at 0.1 + 1010
+    assert (r.reservations_made, r.reservations_fulfilled, r.reservations_bound_elsewhere) == (1, 0, 1)
+    assert r.reservation_expiries == r.reservations_released == 0
+
+
 def test_move_holds_both_then_restarts_with_lost_work(gen):
     # node 0: 2 x T4, node 1: 1 x V100.  A (1 GPU, 5000 s of work, checkpoints at work
     # 200, 800, 1400...) binds on node 0 at 0.05.  B (2 GPUs) arrives at 1000: no room; at the
@@ -437,6 +461,7 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert r.gpu_hours_lost_restart == pytest.approx(60 / 3600)
     assert r.gpu_hours_held_twice == pytest.approx(30 / 3600)
     assert r.reservations_made == r.reservations_fulfilled == 1 and r.reservation_expiries == 0
+    assert r.reservations_bound_elsewhere == r.reservations_released == 0
     now, pending, running, remaining = defrag.views[0]
     assert now == t0 and pending == [1] and [p.pod_id for p in running] == [0]
     # A started at 0.05 and last checkpointed at work 800 (t = 800.05): 200 s since

@@ -23,6 +23,7 @@ import numpy as np
 
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+from gpudefrag.model.fit import fits_empty_mask
 from gpudefrag.model.pods import PodSpec
 
 
@@ -40,14 +41,7 @@ def protected_nodes(
             break
         if pod.gpu_milli != GPU_MILLI_PER_GPU or pod.num_gpu < min_gpus:
             continue
-        ok = (
-            ~taken
-            & (state.gpu_count >= pod.num_gpu)
-            & (((pod.gpu_model_mask >> state.model_id) & 1) == 1)
-            & (state.cpu_capacity_milli >= pod.cpu_milli)
-            & (state.memory_capacity_mib >= pod.memory_mib)
-        )
-        nodes = np.flatnonzero(ok)
+        nodes = np.flatnonzero(~taken & fits_empty_mask(state, pod))
         if nodes.size == 0:
             continue
         deficit = np.maximum(pod.num_gpu - whole_free[nodes], 0)

@@ -88,6 +88,40 @@ def _solver(config: Suite1bConfig) -> str:
     return f"{lone}, {protect}"
 
 
+PLAN_OUTCOMES = (
+    ("reservations_fulfilled", "fulfilled"),
+    ("reservations_bound_elsewhere", "bound elsewhere first"),
+    ("reservation_expiries", "expired"),
+    ("reservations_released", "aborted"),
+)
+"""How an executed plan ended: the reservation it made for its blocked pod, by how it ended."""
+
+
+def _plan_outcome_lines(runs: list[Run1b], config: Suite1bConfig, load: float) -> list[str]:
+    """Per defrag variant at ``load``: plans executed (one reservation each) and how they ended,
+    mean per run; the rest were still open at the horizon."""
+    rows = []
+    for v in config.variants:
+        rs = _select(runs, v, load, config.restart_s)
+        made = float(np.mean([r.metrics["reservations_made"] for r in rs])) if rs else 0.0
+        if made <= 0:
+            continue
+        ends = [float(np.mean([r.metrics[k] for r in rs])) for k, _ in PLAN_OUTCOMES]
+        cells = [f"{e:.1f} ({100 * e / made:.0f} %)" for e in ends]
+        rows.append(f"| {v} | {made:.1f} | {' | '.join(cells)} | {made - sum(ends):.1f} |")
+    if not rows:
+        return []
+    head = " | ".join(label for _, label in PLAN_OUTCOMES)
+    return [
+        "",
+        "How executed plans ended (mean per run; each plan reserves the node it frees for its blocked pod):",
+        "",
+        f"| variant | plans | {head} | open at the horizon |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [
@@ -95,7 +129,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
         "",
         f"Seeds {', '.join(map(str, seeds))}; {config.n_nodes} openb GPU nodes sampled per seed; "
         f"{config.horizon_h:g} simulated hours per run, the first quarter excluded as warm-up; "
-        f"restart {config.restart_s:g} s, eviction grace 30 s; defrag: a tick every {config.tick_interval_s:g} s, "
+        f"restart {config.restart_s:g} s, eviction grace {config.eviction_grace_s:g} s; defrag: a tick every {config.tick_interval_s:g} s, "
         f"per tick up to {config.plans_per_tick} plan(s) of at most {config.planner.max_moves} moves "
         f"({_small_budget(config)}; {_headroom(config)}), "
         f"margin {config.planner.margin:g}, queue-harm weight {config.planner.harm_weight:g}, "
@@ -156,6 +190,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                     )
                 ]
                 lines.append(f"| {v} | {' | '.join(cells)} | {p.wins} / {p.losses} |")
+        lines += _plan_outcome_lines(runs, config, load)
         lines.append("")
     sweep = sorted(
         {r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load}
@@ -246,7 +281,8 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         ax.set_xticklabels([f"load {x:g}" for x in config.loads])
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
+    if others:  # a legend only when some variant is compared with FGD
+        axes[0].legend(fontsize=8)
     axes[0].set_title("Allocation vs FGD (paired, 95 % CI)")
     axes[1].set_title("p95 wait vs FGD (paired, 95 % CI)")
     sweep = sorted(

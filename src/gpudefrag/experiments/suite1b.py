@@ -52,6 +52,9 @@ TIMED_METRICS = (
     "bind_conflicts",
     "reservations_made",
     "reservations_fulfilled",
+    "reservations_bound_elsewhere",
+    "reservation_expiries",
+    "reservations_released",
 )
 METRICS = TIMED_METRICS + ("gpu_hours_multi_gpu_pods", "gpu_hours_other_pods")
 

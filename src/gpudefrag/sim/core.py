@@ -17,12 +17,13 @@ import numpy.typing as npt
 
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
+from gpudefrag.model.port import PendingPod
 from gpudefrag.sim.config import TimedConfig
 from gpudefrag.sim.counters import Counters
 from gpudefrag.sim.engine import EventLog, EventQueue
-from gpudefrag.sim.events import Event, Touched
+from gpudefrag.sim.events import COMPLETION, Touched
 from gpudefrag.sim.ledger import Ledger
-from gpudefrag.sim.lifecycle import Lifecycle, PodPhase
+from gpudefrag.sim.lifecycle import RUNNING, Lifecycle
 from gpudefrag.sim.reservations import Reservations
 from gpudefrag.sim.running import RunRecord
 from gpudefrag.sim.waitqueue import WaitQueue
@@ -44,10 +45,23 @@ class SimCore:
         self.reservations.on_ended = self.waitq.freed  # unmasked for everybody else
         self.running: dict[int, RunRecord] = {}
         self.specs: list[PodSpec] = []
+        self.as_pending: list[tuple[PendingPod, PendingPod]] = []
+        """Each arrived pod as the port shows it while it waits: (active, blocked)."""
         self.first_bind: npt.NDArray[np.float64] = np.full(n, np.nan)
         self.first_node: npt.NDArray[np.int64] = np.full(n, -1, dtype=np.int64)
         self.completion: npt.NDArray[np.float64] = np.full(n, np.nan)
         self._next_id = 0
+
+    def arrive(self, pod: int, spec: PodSpec) -> None:
+        """Record pod ``pod`` (arrivals come in index order) and its views for the port."""
+        arrival_s, priority = float(self.workload.arrival_s[pod]), int(self.workload.priority[pod])
+        self.specs.append(spec)
+        self.as_pending.append(
+            (
+                PendingPod(pod, spec, arrival_s, priority, False),
+                PendingPod(pod, spec, arrival_s, priority, True),
+            )
+        )
 
     def new_id(self) -> int:
         """A fresh id for a session, a move or a reservation (one counter for all three)."""
@@ -65,13 +79,16 @@ class SimCore:
         logged ``(pod, node, GPU mask)``."""
         self.ledger.bind(p)
         self.waitq.remove(pod)
-        self.lifecycle.move(pod, PodPhase.RUNNING)
+        self.lifecycle.move(pod, RUNNING)
         self.first_bind[pod] = t
         self.first_node[pod] = p.node
         self.running[pod] = RunRecord(p, t)
-        self.events.push(t + float(self.workload.duration_s[pod]), Event.COMPLETION, (pod, 0))
+        self.events.push(t + float(self.workload.duration_s[pod]), COMPLETION, (pod, 0))
         node = self.reservations.node_of_pod.get(pod)
-        if node is not None:
-            self.counters.reservations_fulfilled += node == p.node
+        if node is not None:  # the room freed for it was used, or it started elsewhere first
+            if node == p.node:
+                self.counters.reservations_fulfilled += 1
+            else:
+                self.counters.reservations_bound_elsewhere += 1
             self.reservations.end(node)
         return (pod, p.node, sum(1 << g for g in p.gpus))

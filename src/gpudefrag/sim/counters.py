@@ -15,6 +15,7 @@ class Counters:
     reservation_filtered: int = 0
     reservations_made: int = 0
     reservations_fulfilled: int = 0
+    reservations_bound_elsewhere: int = 0
     reservations_released: int = 0
     reservation_expiries: int = 0
     migrations_executed: int = 0

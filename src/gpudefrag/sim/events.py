@@ -27,6 +27,13 @@ class Event(IntEnum):
     SESSION_START = 6
 
 
+# The classes as plain ints for the hot paths (looking up an IntEnum member on its class goes
+# through ``EnumType.__getattr__`` on Python 3.11, several times slower than a module global).
+COMPLETION, EVICT_DONE, RESTART_DONE, RESERVATION_EXPIRY, DECISION_DONE, ARRIVAL, SESSION_START = (
+    int(e) for e in Event
+)
+
+
 class InvariantError(AssertionError):
     """A simulator invariant failed; the message names the event and the rule."""
 

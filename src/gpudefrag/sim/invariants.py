@@ -17,9 +17,11 @@ from numba import njit
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.sim.core import SimCore
 from gpudefrag.sim.events import Event, InvariantError, Payload
-from gpudefrag.sim.lifecycle import PodPhase
+from gpudefrag.sim.lifecycle import PENDING, RUNNING, PodPhase
 
 IntArray = npt.NDArray[np.int64]
+_MEMBERSHIP = {PENDING: (1, False), RUNNING: (0, True)}
+"""(pending sets, in the running set) a pod of each phase belongs to; other phases: (0, False)."""
 
 
 class InvariantChecker:
@@ -74,21 +76,17 @@ class InvariantChecker:
     def _check_pods(self, t: float, cls: int, payload: Payload, full: bool) -> None:
         core = self._core
         waitq, count, phase = core.waitq, core.lifecycle.count, core.lifecycle.phase
-        sets = {PodPhase.PENDING: len(waitq), PodPhase.RUNNING: len(core.running)}
-        for status, size in sets.items():
+        for status, size in ((PENDING, len(waitq)), (RUNNING, len(core.running))):
             if count[status] != size:
-                label = status.name.lower()
+                name = PodPhase(status).name
                 self._fail(
                     t, cls, payload, "pod-sets",
-                    f"{count[status]} pods have status {status.name} but the {label} set holds {size}",
+                    f"{count[status]} pods have status {name} but the {name.lower()} set holds {size}",
                 )  # fmt: skip
         pods = self._suspects() if full else core.touched.pods
         for i in pods:
             member = ((i in waitq.active) + (i in waitq.parked_of), i in core.running)
-            want = {PodPhase.PENDING: (1, False), PodPhase.RUNNING: (0, True)}.get(
-                PodPhase(phase[i]), (0, False)
-            )
-            if member != want:
+            if member != _MEMBERSHIP.get(int(phase[i]), (0, False)):
                 self._fail(
                     t, cls, payload, "pod-sets",
                     f"pod {i} has status {PodPhase(phase[i]).name} but is in {member[0]} pending set(s) "
@@ -105,7 +103,7 @@ class InvariantChecker:
         pend[np.fromiter(waitq.parked_of, np.int64, len(waitq.parked_of))] += 1
         run = np.zeros(core.n_pods, dtype=bool)
         run[np.fromiter(core.running, np.int64, len(core.running))] = True
-        bad = (pend != (phase == PodPhase.PENDING)) | (run != (phase == PodPhase.RUNNING))
+        bad = (pend != (phase == PENDING)) | (run != (phase == RUNNING))
         return [int(i) for i in np.flatnonzero(bad)[:1]]
 
 

@@ -24,6 +24,9 @@ class PodPhase(IntEnum):
     REJECTED = 4
 
 
+# The phases as plain ints for the hot paths (see gpudefrag.sim.events on enum lookups).
+FUTURE, PENDING, RUNNING, COMPLETED, REJECTED = (int(p) for p in PodPhase)
+
 LEGAL_TRANSITIONS: dict[PodPhase, frozenset[PodPhase]] = {
     PodPhase.FUTURE: frozenset({PodPhase.PENDING, PodPhase.REJECTED}),
     PodPhase.PENDING: frozenset({PodPhase.RUNNING}),
@@ -44,7 +47,7 @@ class Lifecycle:
         self.count = [n_pods, 0, 0, 0, 0]
         self._touched = touched
 
-    def move(self, pod: int, to: PodPhase) -> None:
+    def move(self, pod: int, to: int) -> None:
         """Take ``pod`` to phase ``to``; an illegal transition raises :class:`InvariantError`."""
         old = int(self.phase[pod])
         if to not in _LEGAL[old]:
@@ -58,4 +61,4 @@ class Lifecycle:
         self._touched.pods.add(pod)
 
     def is_pending(self, pod: int) -> bool:
-        return bool(self.phase[pod] == PodPhase.PENDING)
+        return bool(self.phase[pod] == PENDING)

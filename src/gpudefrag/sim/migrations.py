@@ -21,8 +21,8 @@ from gpudefrag.model.cluster import Placement
 from gpudefrag.model.migration import last_checkpoint_work_s
 from gpudefrag.model.port import Action, Bind, Move, Release, Reserve
 from gpudefrag.sim.core import SimCore
-from gpudefrag.sim.events import Event, PlacementLog
-from gpudefrag.sim.running import RunPhase
+from gpudefrag.sim.events import COMPLETION, EVICT_DONE, RESERVATION_EXPIRY, RESTART_DONE, PlacementLog
+from gpudefrag.sim.running import GRACE, RESTART, RUN
 
 
 class Migrations:
@@ -73,7 +73,7 @@ class Migrations:
         r = core.running.get(mv.pod_id)
         if r is None:
             return "not_running"
-        if r.phase != RunPhase.RUN:
+        if r.phase != RUN:
             return "already_migrating"
         if core.workload.do_not_disrupt[mv.pod_id]:
             return "do_not_disrupt"
@@ -96,24 +96,24 @@ class Migrations:
         r = core.running[pod]
         target = Placement(int(mv.to_node), tuple(int(g) for g in mv.to_gpus), r.placement.pod)
         core.ledger.bind(target)
-        r.source, r.placement, r.phase, r.move_start = r.placement, target, RunPhase.GRACE, t
+        r.source, r.placement, r.phase, r.move_start = r.placement, target, GRACE, t
         r.move_id = core.new_id()
         core.touched.pods.add(pod)
-        core.events.push(t + core.config.migration.eviction_grace_s, Event.EVICT_DONE, (pod, r.move_id))
+        core.events.push(t + core.config.migration.eviction_grace_s, EVICT_DONE, (pod, r.move_id))
         if core.in_window(t):
             core.counters.migrations_executed += 1
         if reserve is not None and int(reserve.node) not in core.reservations:
             node, rid = int(reserve.node), core.new_id()
             expiry = core.reservations.make(node, int(reserve.pod_id), t, rid)
             core.counters.reservations_made += 1
-            core.events.push(expiry, Event.RESERVATION_EXPIRY, (rid, node))
+            core.events.push(expiry, RESERVATION_EXPIRY, (rid, node))
         return (pod, target.node, sum(1 << g for g in target.gpus))
 
     def on_evict_done(self, t: float, payload: tuple[int, int]) -> tuple[int, int] | None:
         pod, move_id = payload
         core = self._core
         r = core.running.get(pod)
-        if r is None or r.move_id != move_id or r.phase != RunPhase.GRACE or r.source is None:
+        if r is None or r.move_id != move_id or r.phase != GRACE or r.source is None:
             return None
         core.ledger.unbind(r.source)
         done = r.work_done(t)
@@ -125,23 +125,21 @@ class Migrations:
             g = r.gpus_held
             core.counters.gpu_hours_lost_work += (done - ckpt) * g / 3600.0
             core.counters.gpu_hours_held_twice += (t - r.move_start) * g / 3600.0
-        r.progress, r.phase, r.source = ckpt, RunPhase.RESTART, None
+        r.progress, r.phase, r.source = ckpt, RESTART, None
         r.gen += 1  # the completion scheduled before the move is void
         core.touched.pods.add(pod)
-        core.events.push(t + core.config.migration.restart_s, Event.RESTART_DONE, (pod, move_id))
+        core.events.push(t + core.config.migration.restart_s, RESTART_DONE, (pod, move_id))
         return (pod, move_id)
 
     def on_restart_done(self, t: float, payload: tuple[int, int]) -> tuple[int, int] | None:
         pod, move_id = payload
         core = self._core
         r = core.running.get(pod)
-        if r is None or r.move_id != move_id or r.phase != RunPhase.RESTART:
+        if r is None or r.move_id != move_id or r.phase != RESTART:
             return None
-        r.phase, r.resumed_at = RunPhase.RUN, t
+        r.phase, r.resumed_at = RUN, t
         if core.in_window(r.move_start):
             core.counters.gpu_hours_lost_restart += core.config.migration.restart_s * r.gpus_held / 3600.0
         core.touched.pods.add(pod)
-        core.events.push(
-            t + float(core.workload.duration_s[pod]) - r.progress, Event.COMPLETION, (pod, r.gen)
-        )
+        core.events.push(t + float(core.workload.duration_s[pod]) - r.progress, COMPLETION, (pod, r.gen))
         return (pod, move_id)

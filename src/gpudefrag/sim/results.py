@@ -52,8 +52,10 @@ class TimedResult:
     bind_conflicts: int
     reservation_filtered: int
     reservations_made: int
-    reservations_fulfilled: int
+    reservations_fulfilled: int  # ended by their pod binding on the reserved node
+    reservations_bound_elsewhere: int  # ended by their pod binding on another node first
     reservation_expiries: int
+    reservations_released: int  # released because a later move of their plan failed
     migrations_executed: int  # moves started in the window
     migrations_aborted: int  # moves not executed because a move of their plan failed
     plans_aborted: int
@@ -119,7 +121,9 @@ def build_result(
         sessions=c.sessions, decision_latency_p99_s=percentile(latencies_s, 99),
         bind_conflicts=c.bind_conflicts, reservation_filtered=c.reservation_filtered,
         reservations_made=c.reservations_made, reservations_fulfilled=c.reservations_fulfilled,
-        reservation_expiries=c.reservation_expiries, migrations_executed=c.migrations_executed,
+        reservations_bound_elsewhere=c.reservations_bound_elsewhere,
+        reservation_expiries=c.reservation_expiries, reservations_released=c.reservations_released,
+        migrations_executed=c.migrations_executed,
         migrations_aborted=c.migrations_aborted, plans_aborted=c.plans_aborted,
         migrations_overtaken=c.migrations_overtaken, gpu_hours_lost_work=float(c.gpu_hours_lost_work),
         gpu_hours_lost_restart=float(c.gpu_hours_lost_restart), gpu_hours_held_twice=float(c.gpu_hours_held_twice),

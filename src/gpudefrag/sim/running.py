@@ -22,6 +22,9 @@ class RunPhase(IntEnum):
     RESTART = 2
 
 
+RUN, GRACE, RESTART = (int(p) for p in RunPhase)  # plain ints for the hot paths
+
+
 class RunRecord:
     __slots__ = (
         "gen",
@@ -41,13 +44,13 @@ class RunRecord:
         self.start_s = now_s
         self.progress = 0.0
         self.resumed_at = now_s
-        self.phase = RunPhase.RUN
+        self.phase = RUN
         self.gen = 0
         self.move_id = -1
         self.move_start = 0.0
 
     def work_done(self, now_s: float) -> float:
-        if self.phase == RunPhase.RESTART:
+        if self.phase == RESTART:
             return self.progress
         return self.progress + (now_s - self.resumed_at)
 

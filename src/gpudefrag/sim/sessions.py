@@ -27,7 +27,8 @@ from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import Scheduler, SchedulingDecision
 from gpudefrag.policies.gpu_choice import choose_gpus_best
 from gpudefrag.sim.core import SimCore
-from gpudefrag.sim.events import Event, Payload, PlacementLog
+from gpudefrag.sim.events import DECISION_DONE, SESSION_START, Payload, PlacementLog
+from gpudefrag.sim.lifecycle import PENDING
 from gpudefrag.sim.views import SessionCycle
 
 
@@ -67,7 +68,7 @@ class Sessions:
         if not core.config.park_unschedulable and not core.waitq.dirty:
             return
         self.scheduled = True
-        core.events.push(t, Event.SESSION_START, (core.new_id(),))
+        core.events.push(t, SESSION_START, (core.new_id(),))
 
     def _reserved_first(self, view: ClusterState) -> list[tuple[int, Placement]]:
         """Reserved pods that fit their node on ``view`` (bound there); the other reserved
@@ -102,7 +103,7 @@ class Sessions:
         core.counters.sessions += 1
         if core.in_window(t):
             self.latencies_s.append(float(latency))
-        core.events.push(t + float(latency), Event.DECISION_DONE, (sid,))
+        core.events.push(t + float(latency), DECISION_DONE, (sid,))
         return (sid, len(considered), len(first))
 
     def _aligned(self, decision: SchedulingDecision, offered: list[int]) -> list[Placement | None]:
@@ -113,11 +114,11 @@ class Sessions:
             raise ValueError(f"scheduler {name} considered {decision.considered} of {len(offered)} pods")
         if not (decision.deterministic_s >= 0 and np.isfinite(decision.deterministic_s)):
             raise ValueError(f"scheduler {name} reported work {decision.deterministic_s!r} s")
-        pos = {pod: k for k, pod in enumerate(offered[: decision.considered])}
+        considered = offered[: decision.considered]
         out: list[Placement | None] = [None] * decision.considered
-        for b in decision.binds:
-            k = pos.get(b.pod_id)
-            if k is None or out[k] is not None:
+        for b in decision.binds:  # few per session: a scan is cheaper than an index of all
+            k = considered.index(b.pod_id) if b.pod_id in considered else -1
+            if k < 0 or out[k] is not None:
                 raise ValueError(f"scheduler {name} returned a bind for pod {b.pod_id}, not offered")
             if b.placement.pod != self._core.specs[b.pod_id]:
                 raise ValueError(
@@ -148,10 +149,11 @@ class Sessions:
     def _land(self, flight: _InFlight, binds: list[PlacementLog], t: float) -> tuple[list[int], bool]:
         """Revalidate and bind the considered pods' placements; (unplaced pods, anything refused)."""
         core = self._core
+        phase = core.lifecycle.phase
         unplaced: list[int] = []
         changed = False
         for pod, p in zip(flight.considered, flight.placements):
-            if not core.lifecycle.is_pending(pod):
+            if phase[pod] != PENDING:
                 continue
             if p is None:
                 unplaced.append(pod)

@@ -28,9 +28,9 @@ from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.port import Defragmenter, Scheduler
 from gpudefrag.sim.config import TimedConfig
 from gpudefrag.sim.core import SimCore
-from gpudefrag.sim.events import Event, Payload, PlacementLog
+from gpudefrag.sim.events import ARRIVAL, Event, Payload, PlacementLog
 from gpudefrag.sim.invariants import InvariantChecker
-from gpudefrag.sim.lifecycle import PodPhase
+from gpudefrag.sim.lifecycle import COMPLETED, PENDING, REJECTED
 from gpudefrag.sim.migrations import Migrations
 from gpudefrag.sim.results import TimedResult, build_result
 from gpudefrag.sim.sessions import Sessions
@@ -118,7 +118,7 @@ class Simulator:
         state = ledger.state
         H, W = float(w.horizon_s), float(w.warmup_s)
         if core.n_pods:
-            q.push(float(w.arrival_s[0]), Event.ARRIVAL, (0,))
+            q.push(float(w.arrival_s[0]), ARRIVAL, (0,))
         area, whole_area, last = 0.0, 0.0, W
         while len(q) and q.peek_time() <= H:
             t, cls, payload = q.pop()
@@ -145,15 +145,15 @@ class Simulator:
         (i,) = payload
         core = self.core
         spec = core.workload.pods.pod(i)
-        core.specs.append(spec)
+        core.arrive(i, spec)
         sid = core.waitq.shape_of[i] = core.waitq.shapes.id_of(spec)
         if core.waitq.shapes.feasible[sid]:
-            core.lifecycle.move(i, PodPhase.PENDING)
+            core.lifecycle.move(i, PENDING)
             core.waitq.add(i)
         else:
-            core.lifecycle.move(i, PodPhase.REJECTED)
+            core.lifecycle.move(i, REJECTED)
         if i + 1 < core.n_pods:
-            core.events.push(float(core.workload.arrival_s[i + 1]), Event.ARRIVAL, (i + 1,))
+            core.events.push(float(core.workload.arrival_s[i + 1]), ARRIVAL, (i + 1,))
         self.sessions.maybe_start(t)
         return (i,)
 
@@ -170,7 +170,7 @@ class Simulator:
                 core.counters.migrations_overtaken += 1
                 core.counters.gpu_hours_held_twice += (t - r.move_start) * r.gpus_held / 3600.0
         core.ledger.unbind(r.placement)
-        core.lifecycle.move(pod, PodPhase.COMPLETED)
+        core.lifecycle.move(pod, COMPLETED)
         core.completion[pod] = t
         self.sessions.maybe_start(t)
         return (pod, gen)

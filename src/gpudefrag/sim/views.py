@@ -2,8 +2,8 @@
 
 :class:`SessionCycle` is what the scheduler reads in one session; :class:`ClusterView` is what
 the defragmenter reads after a session; :class:`TrueRuntimes` is the oracle run-time
-estimator (each pod's true remaining run time), for experiments only.  Lists are built on
-first use.
+estimator (each pod's true remaining run time), for experiments only.  Lists the reader may
+not need are built on first use.
 """
 
 from __future__ import annotations
@@ -14,14 +14,12 @@ from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.migration import last_checkpoint_work_s
 from gpudefrag.model.port import PendingPod, RunningPod
 from gpudefrag.sim.core import SimCore
-from gpudefrag.sim.running import RunPhase
+from gpudefrag.sim.running import RUN
 
 
 def _pending(core: SimCore, pods: list[int]) -> list[PendingPod]:
-    w, parked = core.workload, core.waitq.parked_of
-    return [
-        PendingPod(i, core.specs[i], float(w.arrival_s[i]), int(w.priority[i]), i in parked) for i in pods
-    ]
+    parked, views = core.waitq.parked_of, core.as_pending
+    return [views[i][i in parked] for i in pods]
 
 
 class SessionCycle:
@@ -31,16 +29,15 @@ class SessionCycle:
         self._core = core
         self.now_s = now_s
         self.state = state
-        self._offered = offered
+        self.pending = _pending(core, offered)
+        self._blocked: list[PendingPod] | None = None
 
-    @cached_property
-    def pending(self) -> list[PendingPod]:
-        return _pending(self._core, self._offered)
-
-    @cached_property
+    @property
     def blocked(self) -> list[PendingPod]:
-        waitq = self._core.waitq
-        return _pending(self._core, waitq.in_order(waitq.parked_of))
+        if self._blocked is None:  # built on first use: most schedulers never ask
+            waitq = self._core.waitq
+            self._blocked = _pending(self._core, waitq.in_order(waitq.parked_of))
+        return self._blocked
 
 
 class ClusterView:
@@ -79,7 +76,7 @@ class ClusterView:
                     done,
                     mark,
                     bool(w.do_not_disrupt[i]),
-                    r.phase != RunPhase.RUN,
+                    r.phase != RUN,
                 )
             )
         return out
