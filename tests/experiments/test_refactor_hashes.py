@@ -1,9 +1,12 @@
-"""Behaviour kept through the decision-core refactor: runs of suite 1b on its tuning seeds give
-the event-log hashes recorded before it (``fixtures/suite1b_seeds42-46_event_hashes.csv``, all
-75 runs of ``gpudefrag suite 1b --seeds 42-46 --no-sweep`` at commit 876d304).
+"""Behaviour kept through the decision-core refactor: runs give the hashes recorded before it, at
+commit 876d304 -- suite 1b's event-log hashes (``fixtures/suite1b_seeds42-46_event_hashes.csv``,
+all 75 runs of ``gpudefrag suite 1b --seeds 42-46 --no-sweep``) and suite 1a's decision hashes
+(``fixtures/suite1a_seeds42-46_decisions_sha256.csv``, all 25 runs of ``gpudefrag suite 1a
+--seeds 42-46``).
 
-Two of the 75 run here (a per-pod policy, and the solver with the defragmenter: every component
-of the simulator, the batch placer and the planner); the suite reruns all of them.
+A few run here (a per-pod policy; the solver with the defragmenter, which exercises every
+component of the simulator, the batch placer and the planner; FGD's protocol with and without
+the solver); the suites rerun all of them.
 """
 
 from __future__ import annotations
@@ -13,10 +16,19 @@ from pathlib import Path
 
 import pytest
 
+from gpudefrag.batch.placer import SolverConfig
 from gpudefrag.experiments.scenario1b import run_scenario
+from gpudefrag.experiments.suite1a import Suite1aConfig, run_variant
 from gpudefrag.experiments.suite1b import Suite1bConfig
 
-FIXTURE = Path(__file__).parent / "fixtures" / "suite1b_seeds42-46_event_hashes.csv"
+FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURE = FIXTURES / "suite1b_seeds42-46_event_hashes.csv"
+FIXTURE_1A = FIXTURES / "suite1a_seeds42-46_decisions_sha256.csv"
+
+
+def recorded_1a() -> dict[tuple[str, int], str]:
+    with FIXTURE_1A.open() as fh:
+        return {(r["variant"], int(r["seed"])): r["decisions_sha256"] for r in csv.DictReader(fh)}
 
 
 def recorded() -> dict[tuple[str, float, int, float], str]:
@@ -38,3 +50,13 @@ def test_the_fixture_holds_every_run_of_the_tuning_suite() -> None:
 def test_a_run_reproduces_its_recorded_event_hash(mirror, variant: str, load: float, seed: int) -> None:
     result, _ = run_scenario(Suite1bConfig(), variant, load, seed, 60.0)
     assert result.event_hash == recorded()[(variant, load, seed, 60.0)]
+
+
+def test_the_1a_fixture_holds_every_run_of_the_suite() -> None:
+    assert set(recorded_1a()) == {(v, s) for v in Suite1aConfig().variants() for s in range(42, 47)}
+
+
+@pytest.mark.parametrize(("variant", "seed"), [("fgd", 42), ("solver-b16", 43)])
+def test_a_1a_run_reproduces_its_recorded_decisions(mirror, variant: str, seed: int) -> None:
+    run = run_variant(variant, seed, Suite1aConfig().workload, SolverConfig())
+    assert run.decisions_sha256 == recorded_1a()[(variant, seed)]
