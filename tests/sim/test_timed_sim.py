@@ -422,6 +422,25 @@ def test_plan_outcome_when_the_blocked_pod_starts_elsewhere_first(gen):
     assert r.reservation_expiries == r.reservations_released == 0
 
 
+def test_a_held_pod_waits_for_its_reserved_node(gen):
+    # The same cluster and plan with hold_reserved_pods: B is not offered elsewhere while node 1
+    # is reserved for it.  Y never leaves node 1, so B waits until the reservation expires
+    # (1000 + 600 s) and then starts on node 0; no session is spent on it meanwhile.
+    pods = [gpu_pod(1, name=n) for n in ("X", "X2", "A", "Y", "Z")] + [gpu_pod(2, name="B")]
+    wl = timed_workload(
+        pods,
+        [0.0, 0.1, 0.2, 0.3, 0.4, 1000.0],
+        [1010.0, 1010.0, 5000.0, 5000.0, 5000.0, 100.0],
+        horizon=3000.0,
+    )
+    plan = OneShot([Reserve(1, 5), Move(2, 2, (1,))])
+    config = timed(hold_reserved_pods=True)
+    r = run_timed(gen.build_cluster([T4x2, T4x2, T4x2]), wl, FirstFit(), plan, config)
+    assert r.first_node[5] == 0 and r.first_bind_s[5] == pytest.approx(1600.0)
+    assert (r.reservations_made, r.reservation_expiries, r.reservations_bound_elsewhere) == (1, 1, 0)
+    assert r.sessions < 20
+
+
 def test_move_holds_both_then_restarts_with_lost_work(gen):
     # node 0: 2 x T4, node 1: 1 x V100.  A (1 GPU, 5000 s of work, checkpoints at work
     # 200, 800, 1400...) binds on node 0 at 0.05.  B (2 GPUs) arrives at 1000: no room; at the

@@ -123,7 +123,8 @@ def run_scenario(
     base, _, extra = variant.partition("+")
     scheduler, latency = make_scheduler(config, inputs, base, seed)
     migration = migration_model(config, restart_s)
-    sim = Simulator(cluster, workload, scheduler, TimedConfig(migration=migration, latency=latency), hook)
+    timed = TimedConfig(migration=migration, latency=latency, hold_reserved_pods=config.hold_reserved_pods)
+    sim = Simulator(cluster, workload, scheduler, timed, hook)
     defrag = None
     if extra == "defrag":
         history = config.runtime_estimates == "history"

@@ -3,7 +3,8 @@
 A session starts when the scheduler is idle and some pending pod is active.  It snapshots the
 state and first decides the reserved pods itself: each tries its reserved node (GPUs by the
 ``best`` rule) and, if it fits, is decided there ahead of every other pod; otherwise the node
-is masked in the snapshot.  The scheduler then decides the other active pods in queue order
+is masked in the snapshot (with ``hold_reserved_pods`` the pod is not offered elsewhere
+meanwhile).  The scheduler then decides the other active pods in queue order
 through :class:`~gpudefrag.sim.views.SessionCycle`, and the decisions land ``latency`` later
 (DECISION_DONE), where each is revalidated against the state of that moment: one that no
 longer fits is a *bind conflict*, one on a node reserved for another pod is *filtered*, and
@@ -67,8 +68,14 @@ class Sessions:
             return
         if not core.config.park_unschedulable and not core.waitq.dirty:
             return
+        if core.config.hold_reserved_pods and not core.waitq.dirty and self._only_held_pods():
+            return  # nothing to offer, and nothing freed that a held pod could now take
         self.scheduled = True
         core.events.push(t, SESSION_START, (core.new_id(),))
+
+    def _only_held_pods(self) -> bool:
+        held = self._core.reservations.node_of_pod
+        return all(i in held for i in self._core.waitq.active)
 
     def _reserved_first(self, view: ClusterState) -> list[tuple[int, Placement]]:
         """Reserved pods that fit their node on ``view`` (bound there); the other reserved
@@ -93,7 +100,10 @@ class Sessions:
         self.busy, core.waitq.dirty = True, False
         view = core.ledger.state.copy()
         first = self._reserved_first(view)
-        skip = {pod for pod, _ in first}
+        if core.config.hold_reserved_pods:
+            skip: set[int] | dict[int, int] = core.reservations.node_of_pod
+        else:
+            skip = {pod for pod, _ in first}
         offered = core.waitq.in_order({i for i in core.waitq.active if i not in skip})
         decision = self.scheduler.decide(SessionCycle(core, t, view, offered))
         considered = offered[: decision.considered]
