@@ -131,3 +131,19 @@ def test_expensive_moves_are_not_planned() -> None:
     controller = DefragController.with_config(config, KnownRemaining(remaining=60.0, run_time=1800.0))
 
     assert controller.plan(cluster) == []
+
+
+def test_a_pod_gets_plans_only_after_its_minimum_wait() -> None:
+    # The blocked pod arrived at 900 s; at now = 1000 s it has waited 100 s.
+    config = PlannerConfig(
+        max_moves=2, margin=0.5, migration=MigrationModel(eviction_grace_s=30.0, restart_s=60.0)
+    )
+    for min_wait_s, planned in ((120.0, False), (60.0, True)):
+        cluster = InMemoryCluster(three_nodes(), now_s=1000.0)
+        cluster.start(1, ONE_GPU, 0, (0,), last_ckpt=990.0)
+        cluster.start(2, ONE_GPU, 1, (0,), last_ckpt=0.0)
+        cluster.start(3, TWO_GPU, 2, (0, 1), last_ckpt=0.0)
+        cluster.pending = [PendingPod(10, TWO_GPU, 900.0, 0, True)]
+        controller = DefragController.with_config(config, KnownRemaining(remaining=3600.0, run_time=1800.0))
+        controller.min_wait_s = min_wait_s
+        assert bool(controller.plan(cluster)) is planned

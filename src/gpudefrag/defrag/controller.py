@@ -68,6 +68,8 @@ class DefragController:
     headroom_fraction: float = 0.0
     """Pods of 2+ GPUs get plans only while this fraction of GPU capacity would stay free
     with them placed (0: always)."""
+    min_wait_s: float = 0.0
+    """A pod gets plans only once it has waited this long since it arrived (0: at once)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.headroom_fraction < 1.0:
@@ -152,6 +154,8 @@ class DefragController:
                 continue
             last = self._last_try.get(pending.pod_id)
             if last is not None and now_s - last < self.replan_after_s:
+                continue
+            if now_s - pending.arrival_s < self.min_wait_s:
                 continue
             if state is None:
                 state = cluster.snapshot()

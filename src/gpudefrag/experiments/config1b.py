@@ -65,6 +65,7 @@ class Suite1bConfig:
     restart_s: float = 60.0  # a moved pod's restart time in the main runs
     eviction_grace_s: float = 30.0  # a moved pod keeps running on its source this long
     hold_reserved_pods: bool = False  # a pod whose room is being freed waits for it (issue 15, on trial)
+    min_wait_before_plan_s: float = 0.0  # plans only for pods that waited this long (issue 15, on trial)
     sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0)  # restart times of the sweep
     sweep_load: float = 1.0  # offered load of the restart-time sweep
     sweep_variant: str = "fgd+defrag"  # variant of the restart-time sweep
