@@ -18,6 +18,7 @@ from gpudefrag.cli import SUITE1B_HOURS, SUITE1B_NODES, build_parser, main
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.overrides import apply_overrides
 from gpudefrag.experiments.suite1b import Suite1bConfig, run_one
+from gpudefrag.sim.engine import EventLog
 from gpudefrag.sim.events import Event
 from test_cli import _assert_one_line_error, _cli
 
@@ -115,6 +116,15 @@ def test_events_file_has_one_json_line_per_processed_event(mirror, capsys, tmp_p
     assert counts["COMPLETION"] == with_events["pods_completed"]
     assert counts["EVICT_DONE"] > 0  # the scenario migrates pods, so those events are named too
     assert [p.name for p in tmp_path.iterdir()] == ["events.jsonl"]  # no temporary file left
+    # the file is the event log itself: hashing its lines as the simulator does gives the hash
+    log = EventLog()
+    for e in events:
+        log.record(e["t_s"], int(Event[e["event"]]), _as_tuples(e["payload"]))
+    assert log.hexdigest() == with_events["event_hash"]
+
+
+def _as_tuples(value):
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def test_a_failing_run_leaves_no_events_file(mirror, capsys, tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
 """A time-driven run's processed events as a JSON-lines file, written atomically.
 
 One line per processed event, in processing order: ``{"t_s": <float>, "event": "<EVENT NAME>",
-"payload": [...]}`` with the name from :class:`gpudefrag.sim.events.Event` and the event's
-payload as a list (numpy scalars as plain numbers).  The lines go to a temporary file in the
+"payload": [...]}`` with the name from :class:`gpudefrag.sim.events.Event` and what the event
+log recorded of it (the text the event hash covers) as a list (numpy scalars as plain
+numbers), so the file reproduces the run's ``event_hash``.  The lines go to a temporary file in the
 target's folder, renamed onto the target only when the run completes; a failed run leaves
 nothing behind.  A target that cannot be written is a :class:`ConfigError` raised before the run.
 """

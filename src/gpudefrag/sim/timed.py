@@ -131,7 +131,7 @@ class Simulator:
                 continue
             core.log.record(t, cls, logged)
             if self.hook is not None:
-                self.hook(self, t, cls, payload)
+                self.hook(self, t, cls, logged)
             if self._check is not None:
                 self._check(t, cls, payload)
             touched.clear()
@@ -198,7 +198,8 @@ def run_timed(
 ) -> TimedResult:
     """Simulate ``workload`` on a copy of ``cluster`` until ``workload.horizon_s``.
 
-    Pods already bound on ``cluster`` stay as background load.  ``hook(sim, t, cls, payload)``
-    runs after each logged event, before the invariant checks (for tests and event logs).
+    Pods already bound on ``cluster`` stay as background load.  ``hook(sim, t, cls, logged)``
+    runs after each logged event with what the event log recorded of it, before the invariant
+    checks (for tests and event-log files).
     """
     return Simulator(cluster, workload, scheduler, config, hook).run(defragmenter)
