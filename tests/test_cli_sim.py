@@ -147,6 +147,12 @@ def test_a_failing_run_leaves_no_events_file(mirror, capsys, tmp_path, monkeypat
         (["--set", "acceptance.defrag_load=x"], "expected float"),
         (["--events", "{tmp}/missing/events.jsonl"], "does not exist"),
         (["--events", "{tmp}"], "is a folder"),
+        (["--set", "restart_s=-1"], "restart_s=-1.0: must be a finite number >= 0"),
+        (["--set", "eviction_grace_s=nan"], "eviction_grace_s=nan"),
+        (["--set", "decision_latency_s=-1"], "decision_latency_s"),
+        (["--set", "headroom_fraction=2"], "headroom_fraction=2.0: must be in [0, 1)"),
+        (["--load", "1e9"], "--load 1e+09: must be > 0 and at most 100"),
+        (["--hours", "1e9"], "horizon_h=1000000000.0"),
     ],
 )
 def test_sim_bad_input_is_one_line_and_exit_2(capsys, tmp_path, extra, said):
@@ -226,6 +232,8 @@ def test_each_suite_help_lists_only_its_own_flags(capsys):
         (["suite", "1c"], "gpudefrag suite"),
         (["suite", "1a", "--batch-sizes", "0"], "gpudefrag suite 1a"),
         (["sim", "--load", "-1"], "gpudefrag sim"),
+        (["sim", "--seed", "-1"], "gpudefrag sim"),
+        (["sim", "--hours", "inf"], "gpudefrag sim"),
         (["--bogus"], "gpudefrag"),
         (["data", "verify", "--bogus"], "gpudefrag data verify"),
     ],

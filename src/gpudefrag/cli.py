@@ -7,6 +7,7 @@ stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -42,8 +43,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
     return value
 
 
@@ -52,7 +53,17 @@ def non_negative_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0:
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
     return value
 
@@ -410,7 +421,7 @@ def add_sim_command(sub) -> None:
     sim.add_argument(
         "--workload", default="openb_pod_list_default", help="openb pod list (default %(default)s)"
     )
-    sim.add_argument("--seed", type=int, default=42, help="seed (default 42)")
+    sim.add_argument("--seed", type=non_negative_int, default=42, help="seed (default 42)")
     sim.add_argument("--load", type=positive_float, default=1.0, help="offered GPU load (default 1.0)")
     sim.add_argument(
         "--variant",

@@ -6,6 +6,7 @@ How each setting was chosen, and the figures behind the choice: ``docs/tuning-su
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gpudefrag.batch.placer import SolverConfig
@@ -18,6 +19,11 @@ VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
 SOLVER_BATCH_PODS = 16
 """Pods per solver batch; only a session's first batch is solved, later ones take FGD's plan."""
 RUNTIME_ESTIMATES = ("oracle", "history")
+MAX_LOAD = 100.0
+"""The largest offered load a run accepts: a guard against runaway input (arrivals, and so
+memory and time, grow with the load), far above any load worth simulating."""
+MAX_HORIZON_H = 24.0 * 14
+"""The longest simulated horizon a run accepts, in hours."""
 
 SEED_SETS: dict[str, tuple[int, ...]] = {
     "tuning": tuple(range(42, 47)),
@@ -57,9 +63,9 @@ class Suite1bConfig:
     """
 
     workload: str = DEFAULT_WORKLOAD  # openb pod list the pods are resampled from
-    seeds: tuple[int, ...] = tuple(range(47, 57))  # held-out seeds (42-46 are for tuning)
+    seeds: tuple[int, ...] = tuple(range(47, 57))  # the old report set (SEED_SETS names them all)
     loads: tuple[float, ...] = (0.9, 1.0, 1.1)  # offered GPU loads
-    variants: tuple[str, ...] = VARIANTS  # see scenario1b.VARIANTS
+    variants: tuple[str, ...] = VARIANTS  # see VARIANTS above
     n_nodes: int = 150  # openb GPU nodes sampled per seed
     horizon_h: float = 8.0  # simulated hours per run, the first quarter warm-up
     restart_s: float = 60.0  # a moved pod's restart time in the main runs
@@ -102,3 +108,22 @@ class Suite1bConfig:
             raise ConfigError(
                 "planner.migration is the run's migration model: set restart_s and eviction_grace_s instead"
             )
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        """Settings out of range are a :class:`ConfigError` naming the setting (never a failure
+        in the middle of a run)."""
+        times = {"restart_s": self.restart_s, "eviction_grace_s": self.eviction_grace_s,
+                 "decision_latency_s": self.decision_latency_s, "tick_interval_s": self.tick_interval_s,
+                 "replan_after_s": self.replan_after_s, "min_wait_before_plan_s": self.min_wait_before_plan_s}  # fmt: skip
+        for name, value in times.items():
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name}={value}: must be a finite number >= 0")
+        if not 0.0 <= self.headroom_fraction < 1.0:
+            raise ConfigError(f"headroom_fraction={self.headroom_fraction}: must be in [0, 1)")
+        if not (math.isfinite(self.horizon_h) and 0 < self.horizon_h <= MAX_HORIZON_H):
+            raise ConfigError(f"horizon_h={self.horizon_h}: must be > 0 and at most {MAX_HORIZON_H:g}")
+        if not all(math.isfinite(x) and 0 < x <= MAX_LOAD for x in self.loads):
+            raise ConfigError(f"loads={self.loads}: each must be > 0 and at most {MAX_LOAD:g}")
+        if any(s < 0 for s in self.seeds):
+            raise ConfigError(f"seeds: must be >= 0, got {min(self.seeds)}")

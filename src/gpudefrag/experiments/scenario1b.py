@@ -10,10 +10,8 @@ scenario through :func:`run_scenario`, so one scenario gives one event hash wher
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -32,7 +30,7 @@ from gpudefrag.policies.scheduler import PolicyScheduler
 from gpudefrag.sim.config import TimedConfig
 from gpudefrag.sim.latency import LatencyModel
 from gpudefrag.sim.results import TimedResult
-from gpudefrag.sim.timed import Simulator
+from gpudefrag.sim.timed import Hook, Simulator
 from gpudefrag.workloads.openb import load_workload
 from gpudefrag.workloads.synthetic import (
     SyntheticWorkload,
@@ -40,9 +38,6 @@ from gpudefrag.workloads.synthetic import (
     make_workload,
     sample_cluster,
 )
-
-EventHook = Callable[[Any, float, int, tuple], None]
-"""``hook(sim, t, cls, payload)``, called by the time-driven simulator after each processed event."""
 
 
 @lru_cache(maxsize=4)
@@ -116,7 +111,7 @@ def run_scenario(
     load: float,
     seed: int,
     restart_s: float,
-    hook: EventHook | None = None,
+    hook: Hook | None = None,
 ) -> tuple[TimedResult, SyntheticWorkload]:
     """Run ``variant`` on the scenario of (``load``, ``seed``) with pods restarting after
     ``restart_s`` seconds; ``hook`` sees every processed event (it must not change the run)."""

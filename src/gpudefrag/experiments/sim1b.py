@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.config1b import VARIANTS, Suite1bConfig
+from gpudefrag.experiments.config1b import MAX_LOAD, VARIANTS, Suite1bConfig
 from gpudefrag.experiments.eventlog import EventLogFile
 from gpudefrag.experiments.scenario1b import run_scenario
 
@@ -38,6 +38,8 @@ def run_sim(
 ) -> dict[str, Any]:
     """Run one scenario (writing its events to ``events_path`` if given); its summary."""
     check_variant(variant)
+    if not 0 < load <= MAX_LOAD:
+        raise ConfigError(f"--load {load:g}: must be > 0 and at most {MAX_LOAD:g}")
     started = time.perf_counter()
     if events_path is None:
         result, _ = run_scenario(config, variant, load, seed, restart_s)

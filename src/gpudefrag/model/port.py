@@ -150,8 +150,9 @@ class RuntimeEstimator(Protocol):
 
 class SchedulingDecision(NamedTuple):
     """A scheduler's answer for one cycle: binds for some of the first ``considered`` pods of
-    ``cycle.pending`` (in that order), and the work it took (``wall_s`` measured,
-    ``deterministic_s`` a machine-independent measure, 0 when there is none)."""
+    ``cycle.pending`` (in that order), and the work it took: ``deterministic_s`` a
+    machine-independent measure (0 when there is none; the simulator's latency model may use
+    it), ``wall_s`` the wall-clock seconds (diagnostic only: a reproducible run never uses it)."""
 
     binds: list[Bind]
     considered: int

@@ -48,10 +48,6 @@ class Policy(ABC):
         """Forget per-run memory (caches); called at the start of every run."""
 
 
-def pod_args(pod: PodSpec) -> tuple[int, int, int, int, int]:
-    return (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
-
-
 class BaselinePolicy(Policy):
     """BestFit, GpuPacking, GpuClustering or DotProd: integer score, ``best`` GPU choice."""
 
@@ -72,7 +68,7 @@ class BaselinePolicy(Policy):
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         return bk.score_nodes(
-            self._kernel_id, *self._state_args(state), *pod_args(pod), max(affinity_tag(pod), 0)
+            self._kernel_id, *self._state_args(state), *pod.fit_key, max(affinity_tag(pod), 0)
         )
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
@@ -80,7 +76,7 @@ class BaselinePolicy(Policy):
             self._kernel_id,
             *self._state_args(state),
             state.tie_rank,
-            *pod_args(pod),
+            *pod.fit_key,
             max(affinity_tag(pod), 0),
         )
         if node < 0:

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies.base import Policy, pod_args
+from gpudefrag.policies.base import Policy
 from gpudefrag.policies.fgd_kernel import fgd_scores, fgd_select
 from gpudefrag.policies.gpu_choice import exclusive_gpus
 
@@ -101,7 +101,7 @@ class FgdPolicy(Policy):
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
         key = self._ensure(state, pod)
-        node, gpu = fgd_select(*self._args(state, key, True), *pod_args(pod), *self._tp)
+        node, gpu = fgd_select(*self._args(state, key, True), *pod.fit_key, *self._tp)
         if node < 0:
             return None
         if pod.is_sharing:
@@ -120,7 +120,7 @@ class FgdPolicy(Policy):
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Scores per node (-1 infeasible) and the GPU a sharing pod would take on each."""
         key = self._ensure(state, pod)
-        return fgd_scores(*self._args(state, key, False), *pod_args(pod), *self._tp)
+        return fgd_scores(*self._args(state, key, False), *pod.fit_key, *self._tp)
 
     def node_frag_milli(self, state: ClusterState) -> NDArray[np.float64]:
         """Current F(node) of every node (milli-GPU), from the cache where it is fresh."""

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.fit import feasible_mask
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies.base import Policy, pod_args
+from gpudefrag.policies.base import Policy
 from gpudefrag.policies.gpu_choice import exclusive_gpus
 
 NAME = "random"
@@ -43,7 +43,7 @@ class RandomPolicy(Policy):
             state.gpu_count,
             state.model_id,
             state.pod_count,
-            *pod_args(pod),
+            *pod.fit_key,
         )
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:

@@ -1,4 +1,4 @@
-"""Configuration and result of one time-driven run, and how the result is computed.
+"""The result of one time-driven run, and how it is computed (the configuration: :mod:`gpudefrag.sim.config`).
 
 Metrics (:class:`TimedResult`) are taken over the window ``[warmup_s, horizon_s]``.  The GPU
 capacity not allocated is split, time-averaged, into *whole free GPUs* (nothing on them) and

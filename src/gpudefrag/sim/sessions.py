@@ -126,8 +126,14 @@ class Sessions:
             raise ValueError(f"scheduler {name} reported work {decision.deterministic_s!r} s")
         considered = offered[: decision.considered]
         out: list[Placement | None] = [None] * decision.considered
-        for b in decision.binds:  # few per session: a scan is cheaper than an index of all
-            k = considered.index(b.pod_id) if b.pod_id in considered else -1
+        k = 0  # binds usually come in queue order: one pass; out of order, a lookup
+        position: dict[int, int] | None = None
+        for b in decision.binds:
+            while k < len(considered) and considered[k] != b.pod_id:
+                k += 1
+            if k == len(considered):
+                position = position or {pod: j for j, pod in enumerate(considered)}
+                k = position.get(b.pod_id, -1)
             if k < 0 or out[k] is not None:
                 raise ValueError(f"scheduler {name} returned a bind for pod {b.pod_id}, not offered")
             if b.placement.pod != self._core.specs[b.pod_id]:

@@ -29,7 +29,8 @@ class SessionCycle:
         self._core = core
         self.now_s = now_s
         self.state = state
-        self.pending = _pending(core, offered)
+        active = core.as_pending
+        self.pending = [active[i][0] for i in offered]  # offered pods are never parked
         self._blocked: list[PendingPod] | None = None
 
     @property
