@@ -38,43 +38,40 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def positive_float(text: str) -> float:
+def _number(text: str, kind: type[int] | type[float], what: str) -> float:
+    """``text`` read as ``kind``, or a usage error naming what was expected."""
     try:
-        value = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
+def _require(ok: bool, rule: str, text: str) -> None:
+    if not ok:
+        raise argparse.ArgumentTypeError(f"must be {rule}: {text!r}")
+
+
+def positive_float(text: str) -> float:
+    value = _number(text, float, "a number")
+    _require(value > 0 and math.isfinite(value), "a finite number > 0", text)
     return value
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
+    value = _number(text, float, "a number")
+    _require(value >= 0 and math.isfinite(value), "a finite number >= 0", text)
     return value
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    value = int(_number(text, int, "an integer"))
+    _require(value >= 0, ">= 0", text)
     return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    value = int(_number(text, int, "an integer"))
+    _require(value >= 1, ">= 1", text)
     return value
 
 
