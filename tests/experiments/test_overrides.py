@@ -18,12 +18,12 @@ def test_overrides_parse_each_field_as_its_type():
             "plans_per_tick=3",
             "planner.harm_weight=2.5",
             "solver.deterministic=false",
-            "sweep_variant=solver+defrag",
+            "runtime_estimates=oracle",
             "planner.max_moves = 4",
         ],
     )
     assert cfg.plans_per_tick == 3 and cfg.planner.harm_weight == 2.5 and cfg.planner.max_moves == 4
-    assert cfg.solver.deterministic is False and cfg.sweep_variant == "solver+defrag"
+    assert cfg.solver.deterministic is False and cfg.runtime_estimates == "oracle"
     assert apply_overrides(base, ["acceptance.defrag_min_gain_pp=1.5"]).acceptance.defrag_min_gain_pp == 1.5
     # nothing else changes, and the original stays as it was
     assert cfg.planner.margin == base.planner.margin and cfg.solver.seed == base.solver.seed
@@ -40,6 +40,7 @@ def test_overrides_parse_each_field_as_its_type():
         ("plans_per_tick=2.5", "expected int"),
         ("solver.deterministic=yes", "expected true or false"),
         ("loads=1.0", "tuple fields cannot be set"),
+        ("sweep_variants=fgd+defrag", "tuple fields cannot be set"),
         ("harm_weight", "use KEY=VALUE"),
         ("runtime_estimates=guess", "expected one of oracle, history"),
     ],
@@ -52,6 +53,51 @@ def test_bad_overrides_name_the_key(item, message):
 def test_no_sweep_leaves_only_the_main_runs():
     cfg = Suite1bConfig(seeds=(42,), loads=(1.0,), variants=("fgd",), sweep_restart_s=())
     assert [(t[1], t[2], t[3]) for t in tasks(cfg)] == [("fgd", 1.0, 42)]
+
+
+def test_the_sweep_runs_every_sweep_variant_once_per_restart_time_and_seed():
+    cfg = Suite1bConfig(
+        seeds=(42, 43),
+        loads=(0.9, 1.0),
+        variants=("fgd", "fgd+defrag"),
+        sweep_restart_s=(60.0, 300.0),
+        sweep_variants=("fgd+defrag", "solver+defrag"),
+    )
+    cells = [(t[1], t[2], t[4], t[3]) for t in tasks(cfg)]
+    main = [(v, load, 60.0, s) for load in (0.9, 1.0) for v in ("fgd", "fgd+defrag") for s in (42, 43)]
+    sweep = [  # fgd+defrag at 60 s is a main run already; solver+defrag is not among the variants
+        ("fgd+defrag", 1.0, 300.0, 42),
+        ("fgd+defrag", 1.0, 300.0, 43),
+        ("solver+defrag", 1.0, 60.0, 42),
+        ("solver+defrag", 1.0, 60.0, 43),
+        ("solver+defrag", 1.0, 300.0, 42),
+        ("solver+defrag", 1.0, 300.0, 43),
+    ]
+    assert cells == main + sweep
+    assert len(set(cells)) == len(cells)
+
+
+def test_the_default_sweep_runs_both_defrag_variants_to_an_hour():
+    cfg = Suite1bConfig(seeds=(42,))
+    swept = {(t[1], t[4]) for t in tasks(cfg) if t[2] == cfg.sweep_load}
+    for v in ("fgd+defrag", "solver+defrag"):
+        assert {r for u, r in swept if u == v} == {60.0, 300.0, 900.0, 1800.0, 3600.0}
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"sweep_variants": ("fgd",)}, "sweep_variants=('fgd',): fgd not among the defrag variants"),
+        ({"sweep_variants": ("fgd+defrag", "nope")}, "nope not among the defrag variants"),
+        ({"sweep_restart_s": (60.0, -1.0)}, "sweep_restart_s="),
+        ({"sweep_restart_s": (float("inf"),)}, "must be a finite number >= 0"),
+        ({"sweep_restart_s": (float("nan"),)}, "sweep_restart_s=(nan,)"),
+    ],
+)
+def test_sweep_settings_out_of_range_name_the_setting(fields, message):
+    with pytest.raises(ConfigError) as err:
+        Suite1bConfig(**fields)
+    assert message in str(err.value)
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,22 @@ LOADS = (0.9, 1.0, 1.1)
 
 
 def _run(
-    variant: str, load: float, seed: int, alloc: float, p95: float = 100.0, restart_s: float = 60.0
+    variant: str,
+    load: float,
+    seed: int,
+    alloc: float,
+    p95: float = 100.0,
+    restart_s: float = 60.0,
+    useful: float | None = None,
+    plans: tuple[float, float] | None = None,
 ) -> Run1b:
+    """One made-up run: ``useful`` allocation (default: ``alloc``, no waste) and ``plans`` as
+    (executed, fulfilled) per run (default: 10 plans, 8 fulfilled, with defrag; none without)."""
+    if plans is None:
+        plans = (10.0, 8.0) if variant.endswith("+defrag") else (0.0, 0.0)
     metrics = {m: 0.0 for m in METRICS}
-    metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95)
+    metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95, gpu_useful_pct=alloc if useful is None else useful)
+    metrics.update(reservations_made=plans[0], reservations_fulfilled=plans[1])
     return Run1b(variant, load, seed, restart_s, metrics, "hash", 0.0)
 
 
@@ -36,10 +48,12 @@ def _suite(gain: dict[str, float], p95_added: dict[str, float], spread: float = 
 
 
 CONFIG = Suite1bConfig(seeds=SEEDS, loads=LOADS, variants=("fgd", "solver", "fgd+defrag", "solver+defrag"))
+MAIN_ONLY = replace(CONFIG, sweep_restart_s=(60.0,))
+"""The sweep is the main runs' restart time alone: the sweep check runs on :func:`_suite`."""
 
 
 def _verdicts(runs: list[Run1b]) -> tuple[bool | None, bool | None]:
-    solver, defrag = acceptance1b.acceptance_checks(runs, CONFIG)
+    solver, defrag, _ = acceptance1b.acceptance_checks(runs, CONFIG)
     return solver.met, defrag.met
 
 
@@ -78,7 +92,10 @@ def test_one_defrag_variant_is_enough():
     )
     check = acceptance1b.defrag_check(runs, CONFIG)
     assert check.met is True
-    assert "solver+defrag: +1.50 pp" in check.measured
+    assert "solver+defrag: allocation +1.50 pp" in check.measured
+    assert (
+        "fgd+defrag: allocation +0.50 pp" in check.measured and "(short on allocation, net)" in check.measured
+    )
 
 
 def test_checks_not_run_without_the_variants():
@@ -91,18 +108,22 @@ def test_thresholds_are_the_configurations_acceptance():
         {"solver": 0.2, "fgd+defrag": 1.2, "solver+defrag": 0.5},
         {"solver": 0, "fgd+defrag": 50, "solver+defrag": 10},
     )
-    assert _verdicts(runs) == (True, True)
-    base = CONFIG.acceptance
-    stricter = [
-        ("defrag_min_gain_pp", 1.3, (True, False)),
-        ("defrag_max_p95_wait_added_s", 40.0, (True, False)),
-        ("solver_min_mean_gain_pp", 0.3, (False, True)),
+    assert tuple(c.met for c in acceptance1b.acceptance_checks(runs, MAIN_ONLY)) == (True, True, True)
+    base = MAIN_ONLY.acceptance
+    stricter = [  # the solver's CI with these seeds: +0.20 [+0.08, +0.32] pp
+        ("defrag_min_gain_pp", 1.3, (True, False, True), "+1.3 pp allocation"),
+        ("defrag_min_net_gain_pp", 1.3, (True, False, True), "+1.3 pp net"),
+        ("defrag_max_p95_wait_added_s", 40.0, (True, False, True), "at most +40 s"),
+        ("min_fulfilled_plan_share", 0.9, (True, False, True), ">= 90 % of executed plans"),
+        ("sweep_min_net_gain_pp", 0.6, (True, True, False), ">= +0.6 pp net"),
+        ("solver_min_mean_gain_pp", 0.3, (False, True, True), "FGD >= 0.3"),
+        ("solver_min_ci_low_pp", 0.1, (False, True, True), "lower end >= 0.1"),
     ]
-    for name, value, verdicts in stricter:
-        config = replace(CONFIG, acceptance=replace(base, **{name: value}))
+    for name, value, verdicts, said in stricter:
+        config = replace(MAIN_ONLY, acceptance=replace(base, **{name: value}))
         checks = acceptance1b.acceptance_checks(runs, config)
         assert tuple(c.met for c in checks) == verdicts, name
-        assert f"{value:g}" in " ".join(c.check for c in checks), name
+        assert said in " ".join(c.check for c in checks), name
 
 
 def test_defrag_check_looks_at_its_configured_load():
@@ -154,8 +175,12 @@ def test_write_report_writes_every_file_with_the_acceptance_checks(tmp_path):
     assert not list((tmp_path / "out").glob("*.part*"))
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Acceptance checks" in text and "issue 4" not in text.lower()
-    assert "| solver placement: mean allocation difference to FGD >= 0 at every load | **missed** |" in text
-    assert "fgd+defrag: +1.20 pp" in text and "p95 +80 s" in text
+    assert (
+        "| solver placement: mean allocation difference to FGD >= 0, 95 % CI lower end >= -0.1, "
+        "at every load | **missed** |"
+    ) in text
+    assert "fgd+defrag: allocation +1.20 pp" in text and "p95 +80 s" in text
+    assert "80 % of 10.0 plans per run fulfilled" in text
 
 
 @pytest.mark.parametrize(
@@ -212,4 +237,156 @@ def test_report_gives_allocation_net_of_what_migrations_waste():
         r.metrics["gpu_useful_pct"] = r.metrics["gpu_alloc_pct"] - (0.5 if r.variant == "fgd+defrag" else 0.0)
     text = report1b.markdown(runs, CONFIG, 1.0, "test")
     assert "| fgd+defrag | +1.20 [+1.20, +1.20] | +0.70 [+0.70, +0.70] | +0 [+0, +0] |" in text
-    assert "net of the GPU time migrations waste: +0.70 pp" in text
+    assert "net +0.70 pp [+0.70, +0.70]" in text
+
+
+# ----------------------------------------------------------------------------- issue 15's bars
+def _with(runs: list[Run1b], variant: str, **change) -> list[Run1b]:
+    """``runs`` with ``variant``'s runs at load 1.0 remade by ``_run`` with ``change``; a callable
+    value is given the run's seed."""
+    out = []
+    for r in runs:
+        if r.variant == variant and r.load == 1.0:
+            kw = {k: v(r.seed) if callable(v) else v for k, v in change.items()}
+            kw.setdefault("useful", r.metrics["gpu_useful_pct"])
+            r = _run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"], r.metrics["wait_p95_s"], **kw)
+        out.append(r)
+    return out
+
+
+def test_defrag_check_asks_for_the_gain_net_of_migration_waste():
+    runs = _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0})
+    assert acceptance1b.defrag_check(runs, CONFIG).met is True
+    wasteful = _with(runs, "fgd+defrag", useful=lambda s: 90.0 + 1.2 - 0.5)  # net +0.70 < 0.8
+    check = acceptance1b.defrag_check(wasteful, CONFIG)
+    assert check.met is False and "net +0.70 pp" in check.measured and "(short on net)" in check.measured
+    # net +1.0 on average, but seeds from -2.0 to +4.0: its CI crosses zero
+    wide = _with(runs, "fgd+defrag", useful=lambda s: 90.0 + 1.0 + 3.0 * (-1, 1, -1, 1, 0)[s - 1])
+    check = acceptance1b.defrag_check(wide, CONFIG)
+    assert check.met is False and "net +1.00 pp [-" in check.measured
+
+
+def test_defrag_check_asks_that_most_executed_plans_be_fulfilled():
+    runs = _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0})
+    check = acceptance1b.defrag_check(_with(runs, "fgd+defrag", plans=(10.0, 7.0)), CONFIG)
+    assert check.met is True and "70 % of 10.0 plans per run fulfilled" in check.measured
+    check = acceptance1b.defrag_check(_with(runs, "fgd+defrag", plans=(10.0, 6.0)), CONFIG)
+    assert (
+        check.met is False
+        and "60 % of 10.0 plans per run fulfilled (short on fulfilled plans)" in check.measured
+    )
+    check = acceptance1b.defrag_check(_with(runs, "fgd+defrag", plans=(0.0, 0.0)), CONFIG)
+    assert check.met is False and "no plan executed" in check.measured
+
+
+def test_the_fulfilled_share_is_summed_over_the_seeds():
+    # seed 1 executes 100 plans, all fulfilled; seeds 2-5 one each, none: 100 of 104, not 20 %
+    runs = _with(
+        _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0}),
+        "fgd+defrag",
+        plans=lambda s: (100.0, 100.0) if s == 1 else (1.0, 0.0),
+    )
+    plans, share = acceptance1b.plans_and_fulfilled_share(runs, "fgd+defrag", 1.0, 60.0)
+    assert plans == pytest.approx(104 / 5) and share == pytest.approx(100 / 104)
+    assert acceptance1b.defrag_check(runs, CONFIG).met is True
+
+
+def test_solver_check_asks_for_the_lower_end_of_the_interval():
+    runs = _suite({"solver": 0.05}, {"solver": 0}, spread=0.1)  # CI about +0.05 [-0.07, +0.17]
+    check = acceptance1b.solver_check(runs, CONFIG)
+    assert check.met is True and "load 1.0: +0.050 pp [-0.074, +0.174]" in check.measured
+    wide = _suite({"solver": 0.05}, {"solver": 0}, spread=0.3)  # mean still +0.05, low end -0.32
+    check = acceptance1b.solver_check(wide, CONFIG)
+    assert check.met is False and "load 1.0: +0.050 pp [-0.322," in check.measured
+
+
+SWEEP = (60.0, 300.0, 900.0)
+SWEEP_CONFIG = replace(CONFIG, sweep_restart_s=SWEEP)
+
+
+def _sweep(
+    net: dict[str, tuple[float, ...]],
+    migrations: dict[str, tuple[float, ...]] | None = None,
+    plans: float = 4.0,
+) -> list[Run1b]:
+    """FGD at load 1.0 and restart 60 s; each variant at every restart time of ``SWEEP`` with
+    ``net[v][k]`` pp of useful allocation over FGD (allocation 0.1 pp more) and
+    ``migrations[v][k]`` moves per run (default 3.0)."""
+    runs = [_run("fgd", 1.0, s, 90.0) for s in SEEDS]
+    for v, gains in net.items():
+        moves = (migrations or {}).get(v, (3.0,) * len(SWEEP))
+        for restart_s, gain, moved in zip(SWEEP, gains, moves, strict=True):
+            for k, seed in enumerate(SEEDS):
+                jitter = 0.02 * (-1, 1, -1, 1, 0)[k]
+                r = _run(
+                    v, 1.0, seed, 90.1 + gain + jitter, 100.0, restart_s, 90.0 + gain + jitter, (plans, 2.0)
+                )
+                r.metrics["migrations_executed"] = moved
+                runs.append(r)
+    return runs
+
+
+def test_sweep_check_asks_every_variant_to_pay_at_every_restart_time():
+    runs = _sweep({"fgd+defrag": (0.31, 0.15, 0.0), "solver+defrag": (0.5, 0.2, 0.1)})
+    check = acceptance1b.sweep_check(runs, SWEEP_CONFIG)
+    assert check.met is True
+    assert check.measured == (
+        "fgd+defrag: 60 s +0.31, 300 s +0.15, 900 s +0.00 pp; solver+defrag: 60 s +0.50, 300 s +0.20, 900 s +0.10 pp"
+    )
+    runs = _sweep({"fgd+defrag": (0.31, 0.15, -0.05), "solver+defrag": (0.5, 0.2, 0.1)})
+    check = acceptance1b.sweep_check(runs, SWEEP_CONFIG)
+    assert check.met is False and "900 s -0.05" in check.measured
+    stricter = replace(SWEEP_CONFIG, acceptance=replace(CONFIG.acceptance, sweep_min_net_gain_pp=0.2))
+    check = acceptance1b.sweep_check(
+        _sweep({"fgd+defrag": (0.3, 0.3, 0.3), "solver+defrag": (0.3, 0.3, 0.19)}), stricter
+    )
+    assert check.met is False and ">= +0.2 pp net" in check.check
+
+
+def test_sweep_check_is_not_run_without_the_sweep():
+    runs = _sweep({"fgd+defrag": (0.3, 0.2, 0.1), "solver+defrag": (0.3, 0.2, 0.1)})
+    assert acceptance1b.sweep_check(runs, replace(SWEEP_CONFIG, sweep_restart_s=())).met is None
+    no_fgd = [r for r in runs if r.variant != "fgd"]
+    assert acceptance1b.sweep_check(no_fgd, SWEEP_CONFIG).met is None
+    # one variant swept only: the other's points are missing, unless a point already misses
+    half = _sweep({"fgd+defrag": (0.3, 0.2, 0.1)})
+    check = acceptance1b.sweep_check(half, SWEEP_CONFIG)
+    assert check.met is None and "not run: solver+defrag at 60 s, solver+defrag at 300 s" in check.measured
+    assert acceptance1b.sweep_check(_sweep({"fgd+defrag": (0.3, -0.2, 0.1)}), SWEEP_CONFIG).met is False
+
+
+@pytest.mark.parametrize(
+    "moves, said",
+    [
+        ((5.0, 2.0, 0.0), "fgd+defrag stops moving beyond 900 s"),
+        ((5.0, 0.0, 0.0), "fgd+defrag stops moving beyond 300 s"),
+        ((5.0, 0.0, 1.0), "fgd+defrag still moves at 900 s (4.0 plans per run)"),
+        ((0.0, 0.0, 0.0), "fgd+defrag stops moving beyond 60 s"),
+    ],
+)
+def test_report_says_where_each_sweep_variant_stops_moving(moves, said):
+    runs = _sweep({"fgd+defrag": (0.3, 0.2, 0.1)}, {"fgd+defrag": moves})
+    assert report1b.stops_moving_line(runs, SWEEP_CONFIG, "fgd+defrag") == said
+    assert f"- {said}\n" in report1b.markdown(runs, SWEEP_CONFIG, 1.0, "test")
+
+
+def test_report_sweep_table_has_a_row_per_variant_and_restart_time(tmp_path):
+    runs = _sweep(
+        {"fgd+defrag": (0.3, 0.2, 0.1), "solver+defrag": (0.4, 0.1, 0.0)},
+        {"fgd+defrag": (5.0, 2.0, 1.0), "solver+defrag": (4.0, 1.0, 0.0)},
+    )
+    text = report1b.markdown(runs, SWEEP_CONFIG, 1.0, "test")
+    assert "## Restart-time sweep (load 1)" in text
+    assert "| wait p95 minus FGD s | plans executed | fulfilled share |" in text
+    assert (
+        "| fgd+defrag | 300 | +0.30 [+0.28, +0.32] | +0.20 [+0.18, +0.22] | 2 | 0.0 | +0 [+0, +0] | 4.0 | 50 % |"
+        in text
+    )
+    assert "| solver+defrag | 900 | " in text
+    assert "- fgd+defrag still moves at 900 s (4.0 plans per run)" in text
+    assert "- solver+defrag stops moving beyond 900 s" in text
+    assert report1b.write_chart(runs, SWEEP_CONFIG, tmp_path / "chart.png").stat().st_size > 0
+    # no sweep run: no section
+    assert "Restart-time sweep" not in report1b.markdown(
+        runs, replace(SWEEP_CONFIG, sweep_restart_s=()), 1.0, "t"
+    )

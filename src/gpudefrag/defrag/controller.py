@@ -39,7 +39,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from gpudefrag.defrag.cost import MovablePod
+from gpudefrag.defrag.natural_wait import RunningDraws, stratified_levels
 from gpudefrag.defrag.planner import DefragPlanner, PlannedMove, PlannerConfig, blocked_by_fragmentation
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
@@ -70,12 +73,16 @@ class DefragController:
     with them placed (0: always)."""
     min_wait_s: float = 0.0
     """A pod gets plans only once it has waited this long since it arrived (0: at once)."""
+    draw_seed: int = 0
+    """Seed of the generator that pairs the run-time draws across pods (with the planner's
+    ``wait_draws`` > 0)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.headroom_fraction < 1.0:
             raise ValueError(f"headroom_fraction must be in [0, 1), got {self.headroom_fraction}")
         self._last_try: dict[int, float] = {}
         self._last_tick = float("-inf")
+        self._rng = np.random.default_rng(self.draw_seed)
 
     @classmethod
     def with_config(cls, config: PlannerConfig, runtimes: RuntimeEstimator) -> DefragController:
@@ -96,6 +103,18 @@ class DefragController:
             )
             for r in cluster.running
         ]
+
+    def _draws(self, cluster: ClusterPort, num_nodes: int, running: list[MovablePod]) -> RunningDraws | None:
+        """Joint draws of the running pods' further run times (``None`` when the planner
+        averages no draws); ``running`` is ``cluster.running`` as the planner sees it."""
+        k = self.planner.config.wait_draws
+        if k == 0:
+            return None
+        pods = cluster.running
+        levels = stratified_levels(len(pods), k, self._rng)
+        return RunningDraws.build(
+            num_nodes, running, self.runtimes.remaining_quantiles_s(pods, cluster.now_s, levels)
+        )
 
     @staticmethod
     def competing(pending: Sequence[PendingPod], pod: PodSpec) -> int:
@@ -134,6 +153,7 @@ class DefragController:
         excluded = set(reservations)
         state: ClusterState | None = None
         running: list[MovablePod] | None = None
+        draws: RunningDraws | None = None
         limits = {
             "main": (self.blocked_pods_per_tick, self.plans_per_tick),
             "small": (self.small_pods_per_tick, self.small_plans_per_tick),
@@ -165,6 +185,7 @@ class DefragController:
                 continue
             if running is None:
                 running = self._movable(cluster)
+                draws = self._draws(cluster, state.num_nodes, running)
             plan = self.planner.plan(
                 state,
                 running,
@@ -172,6 +193,7 @@ class DefragController:
                 frozenset(excluded),
                 max(1, self.competing(pending_pods, pending.spec)),
                 self.runtimes.expected_s(pending),
+                draws,
             )
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1

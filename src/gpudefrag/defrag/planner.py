@@ -37,6 +37,7 @@ import numpy as np
 
 from gpudefrag.defrag.benefit import occupy, plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
+from gpudefrag.defrag.natural_wait import RunningDraws, mean_wait_beyond_s
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import (
@@ -65,6 +66,14 @@ class PlannerConfig:
     harm_weight: float = 0.0
     """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
     plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
+    wait_draws: int = 0
+    """Joint draws of the running pods' remaining run times over which the natural wait is
+    averaged (:mod:`gpudefrag.defrag.natural_wait`); 0 uses each pod's expected remaining run
+    time instead (:func:`gpudefrag.defrag.benefit.plan_benefit_gpu_s`)."""
+
+    def __post_init__(self) -> None:
+        if self.wait_draws < 0:
+            raise ValueError(f"wait_draws must be at least 0, got {self.wait_draws}")
 
 
 @dataclass(frozen=True)
@@ -171,6 +180,7 @@ class DefragPlanner:
         excluded: frozenset[int] = frozenset(),
         competing: int = 1,
         duration_s: float | None = None,
+        draws: RunningDraws | None = None,
     ) -> DefragPlan | None:
         """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
 
@@ -178,27 +188,36 @@ class DefragPlanner:
         ``competing`` is the number of pending pods (``pod`` included) that could use the room
         freed for ``pod`` (see :mod:`gpudefrag.defrag.benefit`).  ``duration_s`` is ``pod``'s
         run time, for the queue harm (with ``harm_weight`` > 0; ``None``: no harm counted).
+        With ``draws`` (of the same running pods' further run times) the natural wait is their
+        average (:mod:`gpudefrag.defrag.natural_wait`); without, it comes from each pod's
+        ``remaining_s``.
         A pod that fits on no other node on its own can never be part of a plan, so it is
         treated as immovable up front.
         """
         cfg = self.config
         self._fits_memo = {}
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
+        delay_s = cfg.migration.eviction_grace_s
+        gpus = pod.num_gpu * max(pod.gpu_milli, 0) / GPU_MILLI_PER_GPU
+        # only a plan costing less than (benefit bound) / (1 + margin) can pass hysteresis
+        cost_cap = float("inf")
+        if draws is not None:
+            most_s = mean_wait_beyond_s(state, draws, pod, None, candidates, delay_s, competing)
+            cost_cap = gpus * most_s / (1.0 + cfg.margin)
+            if cost_cap <= 0.0:
+                return None
         wanted = set(candidates)
         by_node: dict[int, list[MovablePod]] = {}
         on_node: dict[int, list[MovablePod]] = {}
-        homes: dict[tuple[int, ...], set[int]] = {}  # pod shape -> nodes, not excluded, where it fits now
-
-        def has_other_home(p: MovablePod) -> bool:
-            key = p.spec.fit_key
-            if key not in homes:
-                homes[key] = self._fits_alone(state, p.spec) - excluded
-            found = homes[key]
-            return len(found) > 1 or (len(found) == 1 and p.node not in found)
-
+        homes: dict[PodSpec, set[int]] = {}  # pod request -> nodes, not excluded, where it fits now
         for p in running:
             on_node.setdefault(p.node, []).append(p)
-            if p.movable and p.node in wanted and has_other_home(p):
+            if not (p.movable and p.node in wanted):
+                continue
+            home = homes.get(p.spec)
+            if home is None:
+                home = homes[p.spec] = self._fits_alone(state, p.spec) - excluded
+            if len(home) > 1 or (len(home) == 1 and p.node not in home):  # it has another home
                 by_node.setdefault(p.node, []).append(p)
         # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
         best: tuple[float, float, float, int, list[MovablePod], Destinations] | None = None
@@ -209,7 +228,7 @@ class DefragPlanner:
             view = node_view(state, x)
             # harm >= 0, so a plan costing at least the best total cannot win
             found = self._search_node(
-                state, x, view, pods_x, costs, pod, best[0] if best is not None else float("inf"), excluded
+                state, x, view, pods_x, costs, pod, best[0] if best is not None else cost_cap, excluded
             )
             if found is None:
                 continue
@@ -224,9 +243,11 @@ class DefragPlanner:
         if best is None:
             return None
         total, cost, harm, x, moved, dest = best
-        benefit = plan_benefit_gpu_s(
-            state, running, pod, x, candidates, cfg.migration.eviction_grace_s, competing
-        )
+        if draws is None:
+            benefit = plan_benefit_gpu_s(state, running, pod, x, candidates, delay_s, competing)
+        else:
+            wait_s = mean_wait_beyond_s(state, draws, pod, x, candidates, delay_s, competing)
+            benefit = gpus * wait_s
         if benefit < (1.0 + cfg.margin) * total:
             return None
         moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))

@@ -3,13 +3,17 @@
 :class:`ResidualLife` answers from a sample of past run times (seconds): a pod that has run
 ``elapsed_s`` is expected to run ``mean(d - elapsed_s for d in sample if d > elapsed_s)`` more
 (its mean residual life), and a pod that has not started ``mean(sample)``.  A pod that has
-already outlived every run time in the sample is expected to finish at once (0 s).
+already outlived every run time in the sample is expected to finish at once (0 s).  Its
+further run time is distributed as ``d - elapsed_s`` over the sample's ``d > elapsed_s``: the
+``u``-quantile is the ``floor(u * m)``-th smallest of those ``m`` values.
 
 It implements :class:`gpudefrag.model.port.RuntimeEstimator`: a running pod's age counts from
 its first start (``RunningPod.start_s``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +41,29 @@ class ResidualLife:
     def expected_s(self, pod: PendingPod) -> float:
         """Expected run time of a pod that has not started (the sample mean)."""
         return self.mean_s()
+
+    def remaining_quantiles_s(
+        self, pods: Sequence[RunningPod], now_s: float, levels: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """Quantiles of each running pod's further run time at ``levels[i, k]`` (module docstring)."""
+        ages = np.asarray([now_s - p.start_s for p in pods], dtype=np.float64)
+        return self.quantiles_after_s(ages, levels)
+
+    def quantiles_after_s(
+        self, elapsed_s: npt.NDArray[np.float64], levels: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """``out[i, k]``: the ``levels[i, k]``-quantile of the further run time of a pod that has
+        run ``elapsed_s[i]`` (0 where it outlived the whole sample)."""
+        d = self._sorted_s
+        levels = np.asarray(levels, dtype=np.float64)
+        if levels.ndim != 2 or levels.shape[0] != elapsed_s.size:
+            raise ValueError(f"levels must have shape ({elapsed_s.size}, K), got {levels.shape}")
+        k = np.searchsorted(d, elapsed_s, side="right")
+        longer = (d.size - k)[:, None]
+        pick = k[:, None] + np.minimum(np.floor(levels * longer).astype(np.int64), longer - 1)
+        out = d[np.clip(pick, 0, d.size - 1)] - elapsed_s[:, None]
+        out[np.broadcast_to(longer == 0, out.shape)] = 0.0
+        return out
 
     def remaining_after_s(self, elapsed_s: float) -> float:
         """Expected further run time of a pod that has run ``elapsed_s`` seconds."""

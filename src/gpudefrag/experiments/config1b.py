@@ -16,6 +16,8 @@ from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel
 
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
+DEFRAG_VARIANTS = tuple(v for v in VARIANTS if v.endswith("+defrag"))
+"""The variants with the defragmenter: the only ones the restart-time sweep can run."""
 SOLVER_BATCH_PODS = 16
 """Pods per solver batch; only a session's first batch is solved, later ones take FGD's plan."""
 RUNTIME_ESTIMATES = ("oracle", "history")
@@ -51,7 +53,11 @@ class Acceptance1b:
     defrag_load: float = 1.0  # the offered load the defragmentation check looks at
     defrag_min_gain_pp: float = 1.0  # least mean allocation gain of a defrag variant over FGD
     defrag_max_p95_wait_added_s: float = 60.0  # most mean p95 wait it may add over FGD
+    defrag_min_net_gain_pp: float = 0.8  # least mean gain net of migration waste (gpu_useful_pct)
+    min_fulfilled_plan_share: float = 0.70  # least share of its executed plans that were fulfilled
+    sweep_min_net_gain_pp: float = 0.0  # least mean net gain of each sweep variant at each restart
     solver_min_mean_gain_pp: float = 0.0  # least mean allocation gain of the solver at every load
+    solver_min_ci_low_pp: float = -0.1  # least lower end of the solver's paired 95 % CI at every load
 
 
 @dataclass(frozen=True)
@@ -70,13 +76,17 @@ class Suite1bConfig:
     horizon_h: float = 8.0  # simulated hours per run, the first quarter warm-up
     restart_s: float = 60.0  # a moved pod's restart time in the main runs
     eviction_grace_s: float = 30.0  # a moved pod keeps running on its source this long
-    hold_reserved_pods: bool = False  # a pod whose room is being freed waits for it (issue 15, on trial)
-    min_wait_before_plan_s: float = 0.0  # plans only for pods that waited this long (issue 15, on trial)
-    sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0)  # restart times of the sweep
+    # a pod whose room is being freed waits for it; doc: "Where executed plans end"
+    hold_reserved_pods: bool = True
+    min_wait_before_plan_s: float = (
+        0.0  # plans only for pods that waited this long; doc: "Where executed plans end"
+    )
+    sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0)  # restart times of the sweep
     sweep_load: float = 1.0  # offered load of the restart-time sweep
-    sweep_variant: str = "fgd+defrag"  # variant of the restart-time sweep
-    planner: PlannerConfig = field(  # defrag plan search; doc: "Defragmenter budget"
-        default_factory=lambda: PlannerConfig(max_moves=8, margin=0.5, harm_weight=1.0)
+    sweep_variants: tuple[str, ...] = ("fgd+defrag", "solver+defrag")  # variants of the restart-time sweep
+    # defrag plan search; doc: "Defragmenter budget" and "Where executed plans end"
+    planner: PlannerConfig = field(
+        default_factory=lambda: PlannerConfig(max_moves=8, margin=0.2, harm_weight=1.0, wait_draws=32)
     )
     tick_interval_s: float = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
     replan_after_s: float = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
@@ -127,3 +137,11 @@ class Suite1bConfig:
             raise ConfigError(f"loads={self.loads}: each must be > 0 and at most {MAX_LOAD:g}")
         if any(s < 0 for s in self.seeds):
             raise ConfigError(f"seeds: must be >= 0, got {min(self.seeds)}")
+        if not all(math.isfinite(x) and x >= 0 for x in self.sweep_restart_s):
+            raise ConfigError(f"sweep_restart_s={self.sweep_restart_s}: each must be a finite number >= 0")
+        unknown = [v for v in self.sweep_variants if v not in DEFRAG_VARIANTS]
+        if unknown:
+            raise ConfigError(
+                f"sweep_variants={self.sweep_variants}: {', '.join(unknown)} not among the defrag "
+                f"variants ({', '.join(DEFRAG_VARIANTS)})"
+            )

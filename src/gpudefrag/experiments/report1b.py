@@ -122,6 +122,69 @@ def _plan_outcome_lines(runs: list[Run1b], config: Suite1bConfig, load: float) -
     ]
 
 
+def sweep_restarts(runs: list[Run1b], config: Suite1bConfig, variant: str) -> list[float]:
+    """The sweep's restart times at which ``variant`` ran at the sweep load, shortest first."""
+    ran = {r.restart_s for r in runs if r.variant == variant and r.load == config.sweep_load}
+    return sorted(ran & set(config.sweep_restart_s))
+
+
+def stops_moving_line(runs: list[Run1b], config: Suite1bConfig, variant: str) -> str | None:
+    """Where ``variant`` stops moving in the sweep: the shortest sweep restart time from which
+    on (it and every longer one) it made no migration on average, or that it still moves at the
+    longest; ``None`` if it was not swept."""
+    restarts = sweep_restarts(runs, config, variant)
+    if not restarts:
+        return None
+    moves = [
+        np.mean([x.metrics["migrations_executed"] for x in _select(runs, variant, config.sweep_load, r)])
+        for r in restarts
+    ]
+    moving = [k for k, m in enumerate(moves) if m > 0]
+    if moving and moving[-1] == len(restarts) - 1:
+        plans, _ = acceptance1b.plans_and_fulfilled_share(runs, variant, config.sweep_load, restarts[-1])
+        return f"{variant} still moves at {restarts[-1]:g} s ({plans:.1f} plans per run)"
+    stop = restarts[moving[-1] + 1] if moving else restarts[0]
+    return f"{variant} stops moving beyond {stop:g} s"
+
+
+def _sweep_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
+    """The restart-time sweep: per sweep variant and restart time, its differences to FGD (FGD
+    at the main restart time) and its plans, then where each variant stops moving."""
+    control = _select(runs, CONTROL, config.sweep_load, config.restart_s)
+    swept = {v: sweep_restarts(runs, config, v) for v in dict.fromkeys(config.sweep_variants)}
+    if not control or not any(swept.values()):
+        return []
+    lines = [
+        f"## Restart-time sweep (load {config.sweep_load:g})",
+        "",
+        f"Paired differences to FGD (FGD at restart {config.restart_s:g} s; it never moves a pod), "
+        "mean [95 % CI]; migrations, GPU-h lost and plans executed are means per run, the fulfilled "
+        "share is of all plans executed over the seeds.",
+        "",
+        "| variant | restart s | GPU alloc minus FGD pp | useful alloc minus FGD pp | migrations | GPU-h lost | "
+        "wait p95 minus FGD s | plans executed | fulfilled share |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for v, restarts in swept.items():
+        for rs_s in restarts:
+            rs = _select(runs, v, config.sweep_load, rs_s)
+            alloc_cell, useful_cell, wait_cell = (
+                _paired_cell(runs, v, config.sweep_load, rs_s, m, d, control_restart_s=config.restart_s)
+                for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0))
+            )
+            plans, share = acceptance1b.plans_and_fulfilled_share(runs, v, config.sweep_load, rs_s)
+            share_cell = "n/a" if share is None else f"{100 * share:.0f} %"
+            lines.append(
+                f"| {v} | {rs_s:g} | {alloc_cell} | {useful_cell} | "
+                f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
+                f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait_cell} | "
+                f"{plans:.1f} | {share_cell} |"
+            )
+    lines.append("")
+    lines += [f"- {line}" for v in swept if (line := stops_moving_line(runs, config, v)) is not None]
+    return lines + [""]
+
+
 def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str) -> str:
     seeds = sorted({r.seed for r in runs})
     lines = [
@@ -192,38 +255,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                 lines.append(f"| {v} | {' | '.join(cells)} | {p.wins} / {p.losses} |")
         lines += _plan_outcome_lines(runs, config, load)
         lines.append("")
-    sweep = sorted(
-        {r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load}
-    )
-    control = _select(runs, CONTROL, config.sweep_load, config.restart_s)
-    if len(sweep) > 1 and control:
-        lines += [
-            f"## Restart-time sweep ({config.sweep_variant}, load {config.sweep_load:g})",
-            "",
-            "| restart s | GPU alloc minus FGD pp | useful alloc minus FGD pp | migrations | GPU-h lost | "
-            "wait p95 minus FGD s |",
-            "|---|---|---|---|---|---|",
-        ]
-        for rs_s in sweep:
-            rs = _select(runs, config.sweep_variant, config.sweep_load, rs_s)
-            alloc_cell, useful_cell, wait_cell = (
-                _paired_cell(
-                    runs,
-                    config.sweep_variant,
-                    config.sweep_load,
-                    rs_s,
-                    m,
-                    d,
-                    control_restart_s=config.restart_s,
-                )
-                for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0))
-            )
-            lines.append(
-                f"| {rs_s:g} | {alloc_cell} | {useful_cell} | "
-                f"{np.mean([r.metrics['migrations_executed'] for r in rs]):.0f} | "
-                f"{np.mean([r.metrics['gpu_hours_lost'] for r in rs]):.1f} | {wait_cell} |"
-            )
-        lines.append("")
+    lines += _sweep_lines(runs, config)
     lines += acceptance1b.markdown_lines(runs, config)
     lines += [
         "![allocation](suite1b.png)",
@@ -285,36 +317,30 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         axes[0].legend(fontsize=8)
     axes[0].set_title("Allocation vs FGD (paired, 95 % CI)")
     axes[1].set_title("p95 wait vs FGD (paired, 95 % CI)")
-    sweep = sorted(
-        {r.restart_s for r in runs if r.variant == config.sweep_variant and r.load == config.sweep_load}
-    )
-    for metric, label in (
-        ("gpu_alloc_pct", "allocation"),
-        ("gpu_useful_pct", "net of the GPU time migrations waste"),
-    ):
-        pairs = [
-            paired_to_control(
-                runs, config.sweep_variant, config.sweep_load, s, metric, control_restart_s=config.restart_s
+    for v in dict.fromkeys(config.sweep_variants):
+        pairs = {
+            r: paired_to_control(
+                runs, v, config.sweep_load, r, "gpu_useful_pct", control_restart_s=config.restart_s
             )
-            for s in sweep
-        ]
-        diffs = [p.diff for p in pairs if p is not None]
-        if sweep and len(diffs) == len(sweep):
+            for r in sweep_restarts(runs, config, v)
+        }
+        diffs = {r: p.diff for r, p in pairs.items() if p is not None}
+        if diffs:
             axes[2].errorbar(
-                sweep,
-                [d.mean for d in diffs],
-                yerr=[d.half_width for d in diffs],
+                list(diffs),
+                [d.mean for d in diffs.values()],
+                yerr=[d.half_width for d in diffs.values()],
                 marker="o",
                 capsize=3,
-                label=label,
+                label=v,
             )
     if axes[2].lines:
         axes[2].legend(fontsize=8)
         axes[2].axhline(0, color="black", linewidth=0.8)
         axes[2].set_xscale("log")
         axes[2].set_xlabel("restart time (s)")
-        axes[2].set_ylabel("allocation minus FGD (pp)")
-        axes[2].set_title(f"When defrag stops paying ({config.sweep_variant}, load {config.sweep_load:g})")
+        axes[2].set_ylabel("allocation net of migration waste minus FGD (pp)")
+        axes[2].set_title(f"When defrag stops paying (load {config.sweep_load:g})")
     return _save(fig, path)
 
 

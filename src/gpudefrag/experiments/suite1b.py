@@ -101,18 +101,21 @@ def _task(args) -> Run1b:
 
 
 def tasks(config: Suite1bConfig) -> list[tuple]:
+    """Every run of the suite as ``run_one``'s arguments: each variant at each load and seed
+    with the main restart time, then the restart-time sweep (each sweep variant at the sweep
+    load, each sweep restart time and seed) without the runs the main grid already holds."""
     main = [
         (config, v, load, s, config.restart_s)
         for load in config.loads
         for v in config.variants
         for s in config.seeds
     ]
+    in_main = {(v, load, config.restart_s) for v in config.variants for load in config.loads}
     sweep = [
-        (config, config.sweep_variant, config.sweep_load, s, r)
-        for r in config.sweep_restart_s
-        if r != config.restart_s
-        or config.sweep_load not in config.loads
-        or config.sweep_variant not in config.variants
+        (config, v, config.sweep_load, s, r)
+        for v in dict.fromkeys(config.sweep_variants)
+        for r in dict.fromkeys(config.sweep_restart_s)
+        if (v, config.sweep_load, r) not in in_main
         for s in config.seeds
     ]
     return main + sweep

@@ -35,6 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 
@@ -145,6 +148,13 @@ class RuntimeEstimator(Protocol):
 
     def expected_s(self, pod: PendingPod) -> float:
         """Expected run time of a pod that has not started."""
+        ...
+
+    def remaining_quantiles_s(
+        self, pods: Sequence[RunningPod], now_s: float, levels: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """``out[i, k]``: the ``levels[i, k]``-quantile (levels in (0, 1)) of the further run
+        time of ``pods[i]``; one row per pod, shaped like ``levels``."""
         ...
 
 
