@@ -143,8 +143,9 @@ def stops_moving_line(runs: list[Run1b], config: Suite1bConfig, variant: str) ->
     if moving and moving[-1] == len(restarts) - 1:
         plans, _ = acceptance1b.plans_and_fulfilled_share(runs, variant, config.sweep_load, restarts[-1])
         return f"{variant} still moves at {restarts[-1]:g} s ({plans:.1f} plans per run)"
-    stop = restarts[moving[-1] + 1] if moving else restarts[0]
-    return f"{variant} stops moving beyond {stop:g} s"
+    if not moving:
+        return f"{variant} made no migration at any restart time of the sweep"
+    return f"{variant} stops moving at {restarts[moving[-1] + 1]:g} s (no migration from there on)"
 
 
 def _sweep_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
