@@ -385,15 +385,19 @@ def test_idle_capacity_splits_into_whole_and_shared_gpus(gen, warmup, alloc, who
 class OneShot:
     """Returns ``actions`` the first time it is asked, nothing afterwards.  Records what it
     read each time: the time, the pending pods, the running pods and, with ``runtimes``, their
-    remaining run times."""
+    remaining run times and the 0.1, 0.5 and 0.9 quantiles of them."""
 
     def __init__(self, actions, runtimes=None):
         self.actions, self.runtimes, self.views = actions, runtimes, []
+        self.quantiles: list[np.ndarray] = []
 
     def plan(self, cluster):
         now, running = cluster.now_s, cluster.running
         remaining = [self.runtimes.remaining_s(r, now) for r in running] if self.runtimes else None
         self.views.append((now, [p.pod_id for p in cluster.pending], running, remaining))
+        if self.runtimes:
+            levels = np.tile([0.1, 0.5, 0.9], (len(running), 1))
+            self.quantiles.append(self.runtimes.remaining_quantiles_s(running, now, levels))
         actions, self.actions = self.actions, []
         return actions
 
@@ -489,6 +493,7 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert running[0].last_checkpoint_run_s == pytest.approx(800.0)
     assert running[0].work_since_checkpoint_s == pytest.approx(200.0)
     assert remaining == [pytest.approx(4000.0)]
+    assert defrag.quantiles[0].tolist() == [[pytest.approx(4000.0)] * 3]  # the oracle knows it exactly
     # control: without the reservation C takes node 0's free GPU and B waits for C
     free = run_timed(gen.build_cluster([T4x2, V1]), wl, FirstFit(), OneShot([Move(0, 1, (0,))]), config)
     assert free.first_bind_s[2] < free.first_bind_s[1]

@@ -16,6 +16,10 @@ is its own natural wait; with a backlog of pods wanting the same room it reaches
 With a plan the room is ready after ``start_delay_s`` (the eviction grace period), so
 benefit = the pod's GPUs x ``max(0, min(t_D, t_X) - start_delay_s)``.  This ignores
 arrivals that may take naturally freed room first, which only makes the waits longer.
+
+Fit times from expected remaining run times make ``t_D`` a minimum of means; for heavy-tailed
+run times it is far longer than the expected wait.  :mod:`gpudefrag.defrag.natural_wait`
+averages the same quantity over draws instead (the planner's ``wait_draws``).
 """
 
 from __future__ import annotations

@@ -31,7 +31,10 @@ blocked pod followed by the plan's :class:`~gpudefrag.model.port.Move` actions. 
 would lose is the pod's run time since its last checkpoint plus the eviction grace period (no
 checkpoint assumed inside it).  Run times come from ``runtimes`` (a
 :class:`~gpudefrag.model.port.RuntimeEstimator`): by default a history-based estimate such as
-:class:`~gpudefrag.defrag.runtime.ResidualLife`; an experiment may pass an oracle.
+:class:`~gpudefrag.defrag.runtime.ResidualLife`; an experiment may pass an oracle.  When the
+planner averages the natural wait over draws (``wait_draws`` > 0), the controller draws the
+running pods' remaining run times once per tick, at stratified levels paired across pods by
+its own generator (seeded with ``draw_seed``), so a run is reproducible.
 """
 
 from __future__ import annotations

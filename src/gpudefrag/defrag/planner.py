@@ -20,7 +20,10 @@ X, or (when few pods compete for such room) some other node, would have had room
 pods finish on their own, less the time the plan takes to free X (the migration model's
 eviction grace period); see :mod:`gpudefrag.defrag.benefit`.  A lone pod that the next
 natural completion will serve is not worth a migration; a backlog of pods wanting the same
-room is.
+room is.  With ``wait_draws`` > 0 that wait is averaged over joint draws of the running pods'
+remaining run times (:mod:`gpudefrag.defrag.natural_wait`), and the same draws bound the
+benefit of every node before the search: no plan costing more than
+``bound / (1 + margin)`` is searched for.
 
 Queue harm (with ``harm_weight`` > 0 and the blocked pod's run time given) = the GPU-seconds
 of room on X the queue would have had, as X's pods finished, while the blocked pod runs there
