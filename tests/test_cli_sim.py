@@ -8,6 +8,7 @@ the other suite is a usage error of one line.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from collections import Counter
@@ -17,6 +18,7 @@ import pytest
 from gpudefrag.cli import SUITE1B_HOURS, SUITE1B_NODES, build_parser, main
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.overrides import apply_overrides
+from gpudefrag.experiments.sim1b import PLAN_COLUMNS
 from gpudefrag.experiments.suite1b import Suite1bConfig, run_one
 from gpudefrag.sim.engine import EventLog
 from gpudefrag.sim.events import Event
@@ -123,6 +125,30 @@ def test_events_file_has_one_json_line_per_processed_event(mirror, capsys, tmp_p
     assert log.hexdigest() == with_events["event_hash"]
 
 
+def test_plans_file_has_one_row_per_executed_plan(mirror, capsys, tmp_path):
+    path = tmp_path / "plans.csv"
+    with_plans = _sim_json(capsys, _sim_args("solver+defrag", "--plans", str(path), "--json"))
+    without = _sim_json(capsys, _sim_args("solver+defrag", "--json"))
+    assert with_plans["event_hash"] == without["event_hash"]  # writing plans changes nothing
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == PLAN_COLUMNS
+    assert len(rows) == with_plans["reservations_made"] > 0
+    outcomes = Counter(r["outcome"] for r in rows)
+    assert outcomes["fulfilled"] == with_plans["reservations_fulfilled"]
+    assert set(outcomes) <= {"fulfilled", "bound_elsewhere", "expired", "released", "open"}
+    for r in rows:
+        made = float(r["made_s"])
+        if r["outcome"] == "open":
+            assert r["ended_s"] == "" and r["bound_node"] == "-1"
+            continue
+        assert float(r["ended_s"]) >= made
+        if r["outcome"] == "fulfilled":
+            assert r["bound_node"] == r["node_freed"] and float(r["pod_bound_s"]) == float(r["ended_s"])
+            assert float(r["pod_wait_after_plan_s"]) == pytest.approx(float(r["ended_s"]) - made)
+    assert [p.name for p in tmp_path.iterdir()] == ["plans.csv"]
+
+
 def _as_tuples(value):
     return tuple(_as_tuples(v) for v in value) if isinstance(value, list) else value
 
@@ -147,6 +173,8 @@ def test_a_failing_run_leaves_no_events_file(mirror, capsys, tmp_path, monkeypat
         (["--set", "acceptance.defrag_load=x"], "expected float"),
         (["--events", "{tmp}/missing/events.jsonl"], "does not exist"),
         (["--events", "{tmp}"], "is a folder"),
+        (["--plans", "{tmp}/missing/plans.csv"], "missing/plans.csv: folder"),
+        (["--plans", "{tmp}"], "is a folder"),
         (["--set", "restart_s=-1"], "restart_s=-1.0: must be a finite number >= 0"),
         (["--set", "eviction_grace_s=nan"], "eviction_grace_s=nan"),
         (["--set", "decision_latency_s=-1"], "decision_latency_s"),

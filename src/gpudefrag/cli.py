@@ -260,7 +260,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     check_variant(args.variant)
     config = build_config(args.workload, args.hours, args.nodes, args.set or [])
     restart_s = config.restart_s if args.restart_s is None else args.restart_s
-    summary = run_sim(config, args.variant, args.load, args.seed, restart_s, args.set or [], args.events)
+    summary = run_sim(
+        config, args.variant, args.load, args.seed, restart_s, args.set or [], args.events, args.plans
+    )
     print(format_json(summary) if args.json else format_table(summary))
     return 0
 
@@ -440,6 +442,15 @@ def add_sim_command(sub) -> None:
         metavar="FILE",
         help='write every processed event as a JSON line {"t_s", "event", "payload"} '
         "(written whole or not at all)",
+    )
+    sim.add_argument(
+        "--plans",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write every executed plan as a CSV row: when it was made, the node it freed, its pod, "
+        "how its reservation ended (fulfilled, bound_elsewhere, expired, released, open) and when, "
+        "where and when the pod bound (written whole or not at all)",
     )
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     sim.set_defaults(func=cmd_sim)

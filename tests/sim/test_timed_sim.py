@@ -21,6 +21,7 @@ from gpudefrag.sim.engine import EventLog, EventQueue
 from gpudefrag.sim.events import Event, InvariantError
 from gpudefrag.sim.latency import LatencyModel
 from gpudefrag.sim.lifecycle import PodPhase
+from gpudefrag.sim.reservations import Reservations
 from gpudefrag.sim.timed import Simulator, TimedConfig, run_timed
 from gpudefrag.workloads.openb import NodeTable, PodTable
 from gpudefrag.workloads.synthetic import (
@@ -424,6 +425,9 @@ def test_plan_outcome_when_the_blocked_pod_starts_elsewhere_first(gen):
     assert r.first_node[5] == 0 and r.first_bind_s[5] == pytest.approx(1010.1)  # X2 ends at 0.1 + 1010
     assert (r.reservations_made, r.reservations_fulfilled, r.reservations_bound_elsewhere) == (1, 0, 1)
     assert r.reservation_expiries == r.reservations_released == 0
+    (plan,) = r.plans
+    assert (plan.pod, plan.node, plan.made_s) == (5, 1, pytest.approx(1000.0))
+    assert (plan.outcome, plan.ended_s, plan.bound_node) == ("bound_elsewhere", pytest.approx(1010.1), 0)
 
 
 def test_a_held_pod_waits_for_its_reserved_node(gen):
@@ -443,6 +447,7 @@ def test_a_held_pod_waits_for_its_reserved_node(gen):
     assert r.first_node[5] == 0 and r.first_bind_s[5] == pytest.approx(1600.0)
     assert (r.reservations_made, r.reservation_expiries, r.reservations_bound_elsewhere) == (1, 1, 0)
     assert r.sessions < 20
+    assert [(p.outcome, p.ended_s, p.bound_node) for p in r.plans] == [("expired", pytest.approx(1600.0), -1)]
 
 
 def test_move_holds_both_then_restarts_with_lost_work(gen):
@@ -485,6 +490,9 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert r.gpu_hours_held_twice == pytest.approx(30 / 3600)
     assert r.reservations_made == r.reservations_fulfilled == 1 and r.reservation_expiries == 0
     assert r.reservations_bound_elsewhere == r.reservations_released == 0
+    assert [(p.outcome, p.ended_s, p.bound_node) for p in r.plans] == [
+        ("fulfilled", pytest.approx(t0 + 30.05), 0)
+    ]
     now, pending, running, remaining = defrag.views[0]
     assert now == t0 and pending == [1] and [p.pod_id for p in running] == [0]
     # A started at 0.05 and last checkpointed at work 800 (t = 800.05): 200 s since
@@ -514,6 +522,7 @@ def test_failing_move_aborts_rest_of_plan(gen):
     # The first move reserved node 0 for B; the aborted plan released it at once, so B's later
     # bind there is not a fulfilled reservation.
     assert r.reservations_made == 1 and r.reservations_fulfilled == 0 and r.reservation_expiries == 0
+    assert [(p.outcome, p.node, p.bound_node) for p in r.plans] == [("released", 0, -1)]
 
 
 def test_do_not_disrupt_and_reservation_expiry(gen):
@@ -624,3 +633,19 @@ def test_latency_models():
     # wall-clock latency is gone (runs are reproducible bit for bit)
     with pytest.raises(ValueError, match="unknown latency kind"):
         LatencyModel("wall")
+
+
+def test_reservation_records_keep_every_plan_and_refuse_unknown_outcomes():
+    res = Reservations(timeout_s=600.0)
+    freed: list[int] = []
+    res.on_ended = freed.append
+    assert res.make(3, 7, 10.0, res_id=1) == 610.0
+    res.make(4, 8, 12.0, res_id=2)
+    with pytest.raises(ValueError, match="unknown reservation outcome"):
+        res.end(3, "vanished", 20.0)
+    res.end(3, "bound_elsewhere", 20.0, bound_node=5)
+    assert freed == [3] and 3 not in res and 4 in res
+    first = res.log[0]
+    assert (first.res_id, first.pod, first.node, first.made_s) == (1, 7, 3, 10.0)
+    assert (first.outcome, first.ended_s, first.bound_node) == ("bound_elsewhere", 20.0, 5)
+    assert res.log[1].outcome == "open" and res.log[1].bound_node == -1

@@ -90,5 +90,5 @@ class SimCore:
                 self.counters.reservations_fulfilled += 1
             else:
                 self.counters.reservations_bound_elsewhere += 1
-            self.reservations.end(node)
+            self.reservations.end(node, "fulfilled" if node == p.node else "bound_elsewhere", t, p.node)
         return (pod, p.node, sum(1 << g for g in p.gpus))

@@ -44,7 +44,7 @@ class Migrations:
             elif isinstance(a, Release):
                 if a.node in core.reservations:
                     core.counters.reservations_released += 1
-                    core.reservations.end(a.node)
+                    core.reservations.end(a.node, "released", t)
             elif isinstance(a, Bind):
                 raise ValueError("a defragmenter returns Move, Reserve and Release actions, not Bind")
             else:
@@ -66,7 +66,7 @@ class Migrations:
         # The list will not free its nodes: release the reservations it made.
         for node in set(core.reservations.by_node) - reserved_before:
             core.counters.reservations_released += 1
-            core.reservations.end(node)
+            core.reservations.end(node, "released", t)
 
     def _why_not(self, mv: Move, reserve: Reserve | None) -> str | None:
         core = self._core

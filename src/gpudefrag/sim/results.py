@@ -21,6 +21,7 @@ from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.sim.core import SimCore
 from gpudefrag.sim.lifecycle import PodPhase
+from gpudefrag.sim.reservations import PlanRecord
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -72,6 +73,7 @@ class TimedResult:
     completion_s: FloatArray | None = None
     end_status: npt.NDArray[np.int8] | None = None
     final_state: ClusterState | None = None
+    plans: tuple[PlanRecord, ...] = ()  # every executed plan's reservation, in the order made
 
     @property
     def gpu_hours_lost(self) -> float:
@@ -130,4 +132,5 @@ def build_result(
         event_hash=core.log.hexdigest(), events_processed=core.log.count, wall_s=wall,
         abort_reasons=dict(c.abort_reasons), first_bind_s=core.first_bind, first_node=core.first_node,
         completion_s=core.completion, end_status=st.copy(), final_state=core.ledger.state,
+        plans=tuple(core.reservations.log),
     )  # fmt: skip
