@@ -202,12 +202,13 @@ SEED_SET_FOLDERS = {
     "tuning": "suite1b-tuning",
     "old-report": "suite1b",
     "confirmation": "suite1b-confirmation",
+    "confirmation-2": "suite1b-confirmation-2",
 }
 """Where ``suite 1b`` writes, by seed set (other seeds: ``suite1b-other-seeds``)."""
 
 
 def parse_seeds_or_set(text: str) -> list[int]:
-    """A seed set's name (``tuning``, ``old-report``, ``confirmation``) or seeds as
+    """A seed set's name (``tuning``, ``old-report``, ``confirmation``, ``confirmation-2``) or seeds as
     :func:`parse_seeds` takes them."""
     from gpudefrag.experiments.config1b import SEED_SETS
 
@@ -217,13 +218,13 @@ def parse_seeds_or_set(text: str) -> list[int]:
 
 
 def cmd_suite_1b(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SET, seed_set_name
+    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, seed_set_name
     from gpudefrag.experiments.report1b import write_report
     from gpudefrag.experiments.suite1b import VARIANTS, build_config, run_suite
 
     seeds = tuple(args.seeds)
     set_name = seed_set_name(seeds)
-    if set_name == RUN_ONCE_SEED_SET and args.set:
+    if set_name in RUN_ONCE_SEED_SETS and args.set:
         raise ConfigError(
             f"--seeds {set_name} runs the suite's own settings only, once, at the end: "
             "choose settings with --seeds tuning and --set, without this set"
@@ -384,13 +385,15 @@ def add_suite_commands(sub) -> None:
         description="Time-driven simulation with departures, queueing and checkpoint-aware "
         "defragmentation at loads 0.9/1.0/1.1, plus a restart-time sweep, checked against the "
         "suite's acceptance checks.  The report names the seed set it ran on: tuning (42-46, "
-        "runs/suite1b-tuning/), old-report (47-56, runs/suite1b/) or confirmation (1001-1020, "
-        "runs/suite1b-confirmation/: the suite's own settings only, run once at the end).",
+        "runs/suite1b-tuning/), old-report (47-56, runs/suite1b/), confirmation (1001-1020, "
+        "runs/suite1b-confirmation/, spent on 2026-12-01) or confirmation-2 (2001-2020, "
+        "runs/suite1b-confirmation-2/): a confirmation set runs the suite's own settings only, "
+        "once, at the end.",
     )
     _add_shared_suite_options(
         s1b,
         list(range(47, 57)),
-        "seeds, or a seed set: tuning, old-report, confirmation (default: old-report, 47-56)",
+        "seeds, or a seed set: tuning, old-report, confirmation, confirmation-2 (default: old-report, 47-56)",
         parse_seeds_or_set,
     )
     _add_scale_options(s1b)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpudefrag.cli import main
-from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SET, SEED_SETS, seed_set_name
+from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, SEED_SETS, seed_set_name
 
 
 def test_seed_sets_are_disjoint_and_named_back() -> None:
@@ -15,15 +15,16 @@ def test_seed_sets_are_disjoint_and_named_back() -> None:
         assert not seen & set(seeds), f"{name} shares seeds with another set"
         seen |= set(seeds)
         assert seed_set_name(list(reversed(seeds))) == name
-    assert len(SEED_SETS[RUN_ONCE_SEED_SET]) == 20
+    assert all(len(SEED_SETS[name]) == 20 for name in RUN_ONCE_SEED_SETS)
     assert seed_set_name([42, 43]) is None  # part of a set is not the set
 
 
-def test_the_confirmation_set_refuses_changed_settings(capsys, tmp_path) -> None:
-    argv = ["suite", "1b", "--seeds", "confirmation", "--set", "plans_per_tick=1", "--out", str(tmp_path)]
+@pytest.mark.parametrize("name", ["confirmation", "confirmation-2"])
+def test_a_confirmation_set_refuses_changed_settings(capsys, tmp_path, name) -> None:
+    argv = ["suite", "1b", "--seeds", name, "--set", "plans_per_tick=1", "--out", str(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "confirmation" in err[0] and "--seeds tuning" in err[0]
+    assert len(err) == 1 and f"--seeds {name} " in err[0] and "--seeds tuning" in err[0]
     assert not list(tmp_path.iterdir())
 
 
