@@ -11,13 +11,15 @@ file: use ``@given(data=st.data())`` and ``data.draw(gen.clusters())``.
 The time-driven simulator's tests (in several folders) share two plain functions, imported
 with ``from conftest import ...`` (pytest's default ``prepend`` import mode puts this folder on
 ``sys.path``): :func:`timed_workload`, a hand-made workload, and :func:`place_in_order`, the
-first-fit decision their stub schedulers make.
+first-fit decision their stub schedulers make.  Tests that drive the decision core through its
+port without the simulator import :class:`InMemoryCluster` the same way.
 """
 
 from __future__ import annotations
 
 import os
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +31,7 @@ from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
 from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS, gpu_model_mask, model_id
 from gpudefrag.model.pods import PodSpec, pod_batch
-from gpudefrag.model.port import Bind, SchedulingCycle, SchedulingDecision
+from gpudefrag.model.port import Bind, PendingPod, RunningPod, SchedulingCycle, SchedulingDecision
 from gpudefrag.sim.sessions import fit_on_node
 from gpudefrag.workloads.synthetic import SyntheticWorkload
 
@@ -278,3 +280,31 @@ def place_in_order(cycle: SchedulingCycle, nodes_of) -> SchedulingDecision:
                 binds.append(Bind(pending.pod_id, p))
                 break
     return SchedulingDecision(binds, len(cycle.pending), 0.0, 0.0)
+
+
+@dataclass
+class InMemoryCluster:
+    """The read side of the port over plain lists: what a real cluster's caches would hold."""
+
+    state: ClusterState
+    now_s: float = 0.0
+    pending: list[PendingPod] = field(default_factory=list)
+    running: list[RunningPod] = field(default_factory=list)
+    reservations: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def blocked(self) -> list[PendingPod]:
+        return [p for p in self.pending if p.blocked]
+
+    def snapshot(self) -> ClusterState:
+        return self.state.copy()
+
+    def start(
+        self, pod_id: int, spec: PodSpec, node: int, gpus: tuple[int, ...], *, last_ckpt: float
+    ) -> None:
+        """A pod that started at t = 0 and has run since; ``last_ckpt``: its run time at its last
+        checkpoint (0: none)."""
+        self.state.bind(Placement(node, gpus, spec))
+        self.running.append(
+            RunningPod(pod_id, spec, node, gpus, 0.0, 600.0, self.now_s, last_ckpt, False, False)
+        )

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from conftest import InMemoryCluster
 from gpudefrag.defrag.benefit import node_natural_wait_s, plan_benefit_gpu_s, queue_harm_gpu_s
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod
@@ -181,17 +182,6 @@ def test_hysteresis_counts_the_weighted_harm(gen):
 
 
 # ----------------------------------------------------------------------------- several plans a tick
-class _Port:
-    """A :class:`gpudefrag.model.port.ClusterPort` at ``now_s`` on ``state`` (no reservations)."""
-
-    def __init__(self, now_s, state, running, pending):
-        self.now_s, self._state, self.running, self.pending = now_s, state, running, pending
-        self.reservations: dict[int, int] = {}
-
-    def snapshot(self):
-        return self._state.copy()
-
-
 class _Known:
     """A :class:`gpudefrag.model.port.RuntimeEstimator` that knows every pod's run time."""
 
@@ -245,7 +235,7 @@ def _two_blocked(gen):
 def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
     ctl = _controller(plans_per_tick=plans_per_tick, blocked_pods_per_tick=4)
     state, running, pending = _two_blocked(gen)
-    actions = ctl.plan(_Port(100.0, state, running, pending))
+    actions = ctl.plan(InMemoryCluster(state, 100.0, pending, running))
     # per plan: the freed node reserved for its blocked pod, then the plan's one move
     assert len(actions) == 2 * plans_per_tick
     assert all(isinstance(a, Reserve) for a in actions[0::2])
@@ -260,7 +250,7 @@ def test_later_plans_see_the_moves_of_earlier_ones(gen, plans_per_tick):
     for m in moves:  # every move fits on the state as the simulator will see it
         work.bind(Placement(m.to_node, m.to_gpus, PodSpec(2000, 1024, 1, 500)))
     # the next tick waits
-    assert ctl.plan(_Port(110.0, state, running, pending)) == []
+    assert ctl.plan(InMemoryCluster(state, 110.0, pending, running)) == []
 
 
 def _behind_a_big_pod(gen):
@@ -273,7 +263,7 @@ def _behind_a_big_pod(gen):
 def test_a_shared_budget_spends_its_tries_on_the_old_big_pod(gen):
     ctl = _controller(plans_per_tick=2, blocked_pods_per_tick=1)
     state, running, pending = _behind_a_big_pod(gen)
-    assert ctl.plan(_Port(100.0, state, running, pending)) == []
+    assert ctl.plan(InMemoryCluster(state, 100.0, pending, running)) == []
     assert set(ctl._last_try) == {99}
 
 
@@ -283,7 +273,7 @@ def test_pods_of_one_gpu_have_their_own_budget(gen, small_plans):
         plans_per_tick=2, blocked_pods_per_tick=1, small_pods_per_tick=4, small_plans_per_tick=small_plans
     )
     state, running, pending = _behind_a_big_pod(gen)
-    actions = ctl.plan(_Port(100.0, state, running, pending))
+    actions = ctl.plan(InMemoryCluster(state, 100.0, pending, running))
     reserves = [(a.pod_id, a.node) for a in actions if isinstance(a, Reserve)]
     assert reserves == [(100, 1), (101, 2)][:small_plans]
     assert [type(a) for a in actions] == [Reserve, Move] * small_plans

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import InMemoryCluster
 from gpudefrag.defrag.benefit import plan_benefit_gpu_s
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod
@@ -192,15 +193,6 @@ def test_the_planner_uses_the_draws_and_skips_pods_a_completion_will_serve(gen):
     assert [(m.pod_id, m.to_node) for m in plan.moves] == [(7, 1)]
 
 
-class _Port:
-    def __init__(self, now_s, state, running, pending):
-        self.now_s, self._state, self.running, self.pending = now_s, state, running, pending
-        self.reservations: dict[int, int] = {}
-
-    def snapshot(self):
-        return self._state.copy()
-
-
 def test_the_controller_draws_from_history_reproducibly(gen):
     state, movable = _served_soon(gen)
     running = [
@@ -214,7 +206,7 @@ def test_the_controller_draws_from_history_reproducibly(gen):
             max_moves=2, migration=MigrationModel(30.0, 10.0), margin=0.0, wait_draws=draws
         )
         ctl = DefragController(DefragPlanner(config), history, draw_seed=seed)
-        return ctl.plan(_Port(100.0, state, running, pending))
+        return ctl.plan(InMemoryCluster(state, 100.0, pending, running))
 
     # half of node 1's pods end 20 s from now; with 8 of them one almost surely does
     assert actions(0, 0) != []  # the mean residual life (~25,000 s) says the move pays

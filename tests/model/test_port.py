@@ -6,8 +6,9 @@ Three nodes of two GPUs each (model id 0, 32 cores, 128 GiB).  Times are in seco
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from conftest import InMemoryCluster
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
 from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.defrag.controller import DefragController
@@ -24,34 +25,6 @@ TWO_GPU = PodSpec(8000, 32768, 2, 1000, name="two-gpu")
 
 def three_nodes() -> ClusterState:
     return ClusterState(["n0", "n1", "n2"], [0, 0, 0], [2, 2, 2], [32000] * 3, [131072] * 3)
-
-
-@dataclass
-class InMemoryCluster:
-    """The read side of the port over plain lists: what a real cluster's caches would hold."""
-
-    state: ClusterState
-    now_s: float = 0.0
-    pending: list[PendingPod] = field(default_factory=list)
-    running: list[RunningPod] = field(default_factory=list)
-    reservations: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def blocked(self) -> list[PendingPod]:
-        return [p for p in self.pending if p.blocked]
-
-    def snapshot(self) -> ClusterState:
-        return self.state.copy()
-
-    def start(
-        self, pod_id: int, spec: PodSpec, node: int, gpus: tuple[int, ...], *, last_ckpt: float
-    ) -> None:
-        """A pod that started at t = 0 and has run since; ``last_ckpt``: its run time at its last
-        checkpoint (0: none)."""
-        self.state.bind(Placement(node, gpus, spec))
-        self.running.append(
-            RunningPod(pod_id, spec, node, gpus, 0.0, 600.0, self.now_s, last_ckpt, False, False)
-        )
 
 
 @dataclass
