@@ -49,7 +49,7 @@ from gpudefrag.defrag.natural_wait import RunningDraws, stratified_levels
 from gpudefrag.defrag.planner import DefragPlanner, PlannedMove, PlannerConfig, blocked_by_fragmentation
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.model.port import Action, ClusterPort, Move, PendingPod, Reserve, RuntimeEstimator
+from gpudefrag.model.port import Action, ClusterPort, Move, PendingPod, Reserve, RunningPod, RuntimeEstimator
 
 
 @dataclass
@@ -91,8 +91,8 @@ class DefragController:
     def with_config(cls, config: PlannerConfig, runtimes: RuntimeEstimator) -> DefragController:
         return cls(DefragPlanner(config), runtimes)
 
-    def _movable(self, cluster: ClusterPort) -> list[MovablePod]:
-        now_s, est = cluster.now_s, self.runtimes
+    def _movable(self, pods: Sequence[RunningPod], now_s: float) -> list[MovablePod]:
+        est = self.runtimes
         grace_s = self.planner.config.migration.eviction_grace_s
         return [
             MovablePod(
@@ -104,19 +104,20 @@ class DefragController:
                 remaining_s=est.remaining_s(r, now_s),
                 movable=not (r.do_not_disrupt or r.migrating),
             )
-            for r in cluster.running
+            for r in pods
         ]
 
-    def _draws(self, cluster: ClusterPort, num_nodes: int, running: list[MovablePod]) -> RunningDraws | None:
-        """Joint draws of the running pods' further run times (``None`` when the planner
-        averages no draws); ``running`` is ``cluster.running`` as the planner sees it."""
+    def _draws(
+        self, pods: Sequence[RunningPod], now_s: float, num_nodes: int, running: list[MovablePod]
+    ) -> RunningDraws | None:
+        """Joint draws of the running ``pods``' further run times (``None`` when the planner
+        averages no draws); ``running`` is ``pods`` as the planner sees them."""
         k = self.planner.config.wait_draws
         if k == 0:
             return None
-        pods = cluster.running
         levels = stratified_levels(len(pods), k, self._rng)
         return RunningDraws.build(
-            num_nodes, running, self.runtimes.remaining_quantiles_s(pods, cluster.now_s, levels)
+            num_nodes, running, self.runtimes.remaining_quantiles_s(pods, now_s, levels)
         )
 
     @staticmethod
@@ -187,8 +188,9 @@ class DefragController:
             ):
                 continue
             if running is None:
-                running = self._movable(cluster)
-                draws = self._draws(cluster, state.num_nodes, running)
+                pods = cluster.running
+                running = self._movable(pods, now_s)
+                draws = self._draws(pods, now_s, state.num_nodes, running)
             plan = self.planner.plan(
                 state,
                 running,

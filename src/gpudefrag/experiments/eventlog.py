@@ -37,6 +37,15 @@ def event_record(t_s: float, event_class: int, payload: tuple) -> dict[str, Any]
     return {"t_s": float(t_s), "event": Event(event_class).name, "payload": _plain(payload)}
 
 
+def check_output_file(path: Path, option: str) -> None:
+    """A :class:`ConfigError` naming ``option`` unless ``path`` can be a new file (checked
+    before the run, so a long run never fails at its end for a bad path)."""
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder, not a file")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option} {path}: folder {path.parent} does not exist")
+
+
 class EventLogFile:
     """Context manager; inside it, the object is a simulator event hook writing one line per event.
 
@@ -55,11 +64,8 @@ class EventLogFile:
         return ConfigError(f"{self.option} {self.path}: cannot write ({exc.strerror or exc})")
 
     def __enter__(self) -> EventLogFile:
-        if self.path.is_dir():
-            raise ConfigError(f"{self.option} {self.path}: is a folder, not a file")
+        check_output_file(self.path, self.option)
         folder = self.path.parent
-        if not folder.is_dir():
-            raise ConfigError(f"{self.option} {self.path}: folder {folder} does not exist")
         try:
             fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=folder)
         except OSError as exc:

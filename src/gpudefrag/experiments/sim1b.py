@@ -21,7 +21,7 @@ from typing import Any
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.atomic import atomic_write
 from gpudefrag.experiments.config1b import MAX_LOAD, VARIANTS, Suite1bConfig
-from gpudefrag.experiments.eventlog import EventLogFile
+from gpudefrag.experiments.eventlog import EventLogFile, check_output_file
 from gpudefrag.experiments.scenario1b import run_scenario
 from gpudefrag.sim.results import TimedResult
 from gpudefrag.workloads.synthetic import SyntheticWorkload
@@ -48,15 +48,6 @@ def check_variant(variant: str) -> str:
     if variant not in VARIANTS:
         raise ConfigError(f"--variant {variant}: unknown (known: {', '.join(VARIANTS)})")
     return variant
-
-
-def check_output_file(path: Path, option: str) -> None:
-    """A :class:`ConfigError` naming ``option`` unless ``path`` can be a new file (checked
-    before the run, so a long run never fails at its end for a bad path)."""
-    if path.is_dir():
-        raise ConfigError(f"{option} {path}: is a folder, not a file")
-    if not path.parent.is_dir():
-        raise ConfigError(f"{option} {path}: folder {path.parent} does not exist")
 
 
 def run_sim(

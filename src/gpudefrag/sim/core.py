@@ -86,9 +86,5 @@ class SimCore:
         self.events.push(t + float(self.workload.duration_s[pod]), COMPLETION, (pod, 0))
         node = self.reservations.node_of_pod.get(pod)
         if node is not None:  # the room freed for it was used, or it started elsewhere first
-            if node == p.node:
-                self.counters.reservations_fulfilled += 1
-            else:
-                self.counters.reservations_bound_elsewhere += 1
             self.reservations.end(node, "fulfilled" if node == p.node else "bound_elsewhere", t, p.node)
         return (pod, p.node, sum(1 << g for g in p.gpus))

@@ -1,6 +1,8 @@
 """The time-driven simulator's counters, as typed fields (event counts and GPU-hours).
 
-Counts of migrations and GPU-hours are for moves started inside the metrics window.
+Counts of migrations and GPU-hours are for moves started inside the metrics window.  How
+reservations ended is not counted here: it is in the reservations' plan log
+(:attr:`gpudefrag.sim.reservations.Reservations.log`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,6 @@ class Counters:
     sessions: int = 0
     bind_conflicts: int = 0
     reservation_filtered: int = 0
-    reservations_made: int = 0
-    reservations_fulfilled: int = 0
-    reservations_bound_elsewhere: int = 0
-    reservations_released: int = 0
-    reservation_expiries: int = 0
     migrations_executed: int = 0
     migrations_aborted: int = 0
     plans_aborted: int = 0

@@ -43,7 +43,6 @@ class Migrations:
                 reserve = a
             elif isinstance(a, Release):
                 if a.node in core.reservations:
-                    core.counters.reservations_released += 1
                     core.reservations.end(a.node, "released", t)
             elif isinstance(a, Bind):
                 raise ValueError("a defragmenter returns Move, Reserve and Release actions, not Bind")
@@ -65,7 +64,6 @@ class Migrations:
             core.counters.abort(why, not_run)
         # The list will not free its nodes: release the reservations it made.
         for node in set(core.reservations.by_node) - reserved_before:
-            core.counters.reservations_released += 1
             core.reservations.end(node, "released", t)
 
     def _why_not(self, mv: Move, reserve: Reserve | None) -> str | None:
@@ -105,7 +103,6 @@ class Migrations:
         if reserve is not None and int(reserve.node) not in core.reservations:
             node, rid = int(reserve.node), core.new_id()
             expiry = core.reservations.make(node, int(reserve.pod_id), t, rid)
-            core.counters.reservations_made += 1
             core.events.push(expiry, RESERVATION_EXPIRY, (rid, node))
         return (pod, target.node, sum(1 << g for g in target.gpus))
 

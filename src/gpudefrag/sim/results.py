@@ -12,6 +12,7 @@ pending counts ``horizon - arrival``.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,6 +111,8 @@ def build_result(
         return 100.0 * milli_s / window_milli_s if window_milli_s > 0 else 0.0
 
     c = core.counters
+    plans = tuple(core.reservations.log)
+    ended = Counter(r.outcome for r in plans)
     alloc_pct = pct(area)
     return TimedResult(
         scheduler=scheduler, horizon_s=H, warmup_s=W, arrived=int(sum(count[1:])),
@@ -122,9 +125,9 @@ def build_result(
         waits_counted=int(window.sum()), eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),
         sessions=c.sessions, decision_latency_p99_s=percentile(latencies_s, 99),
         bind_conflicts=c.bind_conflicts, reservation_filtered=c.reservation_filtered,
-        reservations_made=c.reservations_made, reservations_fulfilled=c.reservations_fulfilled,
-        reservations_bound_elsewhere=c.reservations_bound_elsewhere,
-        reservation_expiries=c.reservation_expiries, reservations_released=c.reservations_released,
+        reservations_made=len(plans), reservations_fulfilled=ended["fulfilled"],
+        reservations_bound_elsewhere=ended["bound_elsewhere"],
+        reservation_expiries=ended["expired"], reservations_released=ended["released"],
         migrations_executed=c.migrations_executed,
         migrations_aborted=c.migrations_aborted, plans_aborted=c.plans_aborted,
         migrations_overtaken=c.migrations_overtaken, gpu_hours_lost_work=float(c.gpu_hours_lost_work),
@@ -132,5 +135,5 @@ def build_result(
         event_hash=core.log.hexdigest(), events_processed=core.log.count, wall_s=wall,
         abort_reasons=dict(c.abort_reasons), first_bind_s=core.first_bind, first_node=core.first_node,
         completion_s=core.completion, end_status=st.copy(), final_state=core.ledger.state,
-        plans=tuple(core.reservations.log),
+        plans=plans,
     )  # fmt: skip

@@ -181,7 +181,6 @@ class Simulator:
         cur = core.reservations.by_node.get(node)
         if cur is None or cur.res_id != res_id:
             return None
-        core.counters.reservation_expiries += 1
         core.reservations.end(node, "expired", t)
         self.sessions.maybe_start(t)
         return (res_id, node)
