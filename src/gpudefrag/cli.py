@@ -343,11 +343,11 @@ def add_suite_commands(sub) -> None:
     """``gpudefrag suite 1a`` and ``gpudefrag suite 1b``, each with only its own options."""
     suite = sub.add_parser(
         "suite",
-        help="experiment suites (1a: batch placement; 1b: time-driven + defrag)",
+        help="experiment suites (1a: batch placement; 1b: time-driven + defrag; 2: gangs on a topology)",
         description="Run an experiment suite; each writes a Markdown report, PNG charts and CSV "
         "tables.  See `gpudefrag suite 1a --help` and `gpudefrag suite 1b --help`.",
     )
-    suites = suite.add_subparsers(dest="suite", metavar="{1a,1b}", required=True)
+    suites = suite.add_subparsers(dest="suite", metavar="{1a,1b,2}", required=True)
 
     s1a = suites.add_parser(
         "1a",
@@ -409,6 +409,10 @@ def add_suite_commands(sub) -> None:
     s1b.add_argument("--no-sweep", action="store_true", help="skip the restart-time sweep")
     _add_settings_option(s1b)
     s1b.set_defaults(func=cmd_suite_1b)
+
+    from gpudefrag.cli_suite2 import add_suite2_command
+
+    add_suite2_command(suites)
 
 
 def add_sim_command(sub) -> None:

@@ -36,7 +36,11 @@ def cmd_data_list(args: argparse.Namespace) -> int:
     rows = [("name", "group", "bytes", "status", "licence")]
     for item in store.list_datasets():
         e = item.entry
-        status = item.status if (e.url is not None or item.status != "missing") else "missing (mirror only)"
+        status = (
+            item.status
+            if (e.url is not None or e.archive is not None or item.status != "missing")
+            else "missing (mirror only)"
+        )
         rows.append((e.name, e.group, str(e.size), status, e.licence))
     print(_table(rows, right=frozenset({2})))
     mirror = store.mirror_dir()

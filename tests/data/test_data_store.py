@@ -117,13 +117,33 @@ def test_registry_contents():
                 + registry.ALIBABA_CLUSTERDATA_COMMIT
                 + "/cluster-trace-gpu-v2023/"
             )
-        else:
+        elif e.group == "fgd-published":
             assert e.url == (
                 "https://raw.githubusercontent.com/hkust-adsl/kubernetes-scheduler-"
                 f"simulator/{registry.SIMULATOR_COMMIT}/experiments/analysis/"
                 f"expected_results/{e.relpath.split('/')[-1]}"
             )
-    assert {e.name for e in entries if e.url is None} == {"alloc_at_130_summary", "rng_cooked"}
+        elif e.group == "microsoft-itp-elasticflow":
+            assert e.url == (
+                "https://raw.githubusercontent.com/microsoft/elasticflow-traces/"
+                f"{registry.ELASTICFLOW_TRACES_COMMIT}/data/raw-traces.tar.gz"
+            )
+        else:
+            assert e.url == (
+                "https://raw.githubusercontent.com/petuum/adaptdl/"
+                f"{registry.ADAPTDL_COMMIT}/simulator/traces/philly.csv"
+            )
+    itp_csvs = {f"itp_cluster{n:02d}" for n in range(1, 11)}
+    assert {e.name for e in entries if e.url is None} == {"alloc_at_130_summary", "rng_cooked"} | itp_csvs
+    # Upstream ships the ITP CSVs only inside raw-traces.tar.gz: each names the archive entry.
+    for name in itp_csvs:
+        e = registry.get(name)
+        assert e.archive == "itp_raw_traces" and e.member == e.relpath.split("/")[-1]
+        assert e.relpath == f"microsoft-itp-elasticflow/raw-traces/{e.member}"
+    assert registry.get("itp_raw_traces").url is not None
+    assert registry.get("philly").relpath == "philly-pollux/philly.csv"
+    assert [e.licence for e in by_group["microsoft-itp-elasticflow"]] == ["MIT"] * 11
+    assert by_group["philly-pollux"][0].licence.startswith("CC-BY-4.0")
     assert registry.get("openb_pod_list_default") is registry.get("openb/openb_pod_list_default.csv")
 
 
@@ -376,3 +396,117 @@ def test_cli_list_verify_fetch(monkeypatch, tmp_path, mirror, capsys):
         _run(["data", "fetch"])
     with pytest.raises(ConfigError):
         _run(["data", "fetch", "unknown-name"])
+
+
+# --- files extracted from a registered archive ---------------------------------------------------
+
+
+def _tar_gz(path: Path, members: dict[str, bytes]) -> bytes:
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path.read_bytes()
+
+
+def _member_entry(name: str, data: bytes, archive: str, member: str) -> DatasetEntry:
+    return DatasetEntry(
+        name=name,
+        group="openb",
+        relpath=f"openb/sub/{member}",
+        url=None,
+        sha256=_sha(data),
+        size=len(data),
+        licence="test-licence",
+        note="inside the archive (test)",
+        archive=archive,
+        member=member,
+    )
+
+
+def _archive_setup(monkeypatch, tmp_path, member_bytes: bytes, *, url: bool, served: bytes | None = None):
+    """An archive ``arch`` holding ``c.csv`` (= ``served`` or ``member_bytes``) and an entry
+    ``c`` for that member; the archive is downloadable from a file URL or placed in the mirror."""
+    blob = _tar_gz(tmp_path / "arch.tar.gz", {"c.csv": served if served is not None else member_bytes})
+    arch = DatasetEntry(
+        name="arch",
+        group="openb",
+        relpath="openb/arch.tar.gz",
+        url=(tmp_path / "arch.tar.gz").as_uri() if url else None,
+        sha256=_sha(blob),
+        size=len(blob),
+        licence="test-licence",
+        note="test archive",
+    )
+    member = _member_entry("c", member_bytes, "arch", "c.csv")
+    _use(monkeypatch, arch, member)
+    return arch, member, blob
+
+
+def test_member_extracted_from_archive_in_mirror(monkeypatch, tmp_path, mirror, cache):
+    data = b"job_id,submission_time,duration,num_gpu\nx,0,600,1\n"
+    arch, member, blob = _archive_setup(monkeypatch, tmp_path, data, url=False)
+    _write(mirror, arch, blob)
+    path = store.resolve("c")
+    assert path == (cache / "openb" / "sub" / "c.csv").absolute()
+    assert path.read_bytes() == data
+    assert _files(cache) == [cache / "openb" / "sub" / "c.csv"]  # no temp file, archive not copied
+    assert [r.status for r in store.fetch(["c"], progress=False)] == ["cached"]
+    # Once the member is in the mirror, the mirror copy wins.
+    mpath = _write(mirror, member, data)
+    assert store.resolve("c") == mpath.absolute()
+
+
+def test_member_extraction_downloads_the_archive_first(monkeypatch, tmp_path, cache):
+    data = b"a,b\n1,2\n" * 50
+    _archive_setup(monkeypatch, tmp_path, data, url=True)
+    results = store.fetch(progress=False)  # fetch --all does not skip archive members
+    assert [(r.entry.name, r.status) for r in results] == [("arch", "downloaded"), ("c", "extracted")]
+    assert [r.status for r in store.fetch(progress=False)] == ["cached", "cached"]
+    store.clear_verify_cache()
+    (cache / "openb" / "sub" / "c.csv").unlink()
+    (cache / "openb" / "arch.tar.gz").unlink()
+    assert [r.status for r in store.fetch(["c"], progress=False)] == ["extracted"]
+    assert (cache / "openb" / "sub" / "c.csv").read_bytes() == data
+
+
+def test_member_checksum_mismatch_leaves_nothing(monkeypatch, tmp_path, mirror, cache):
+    expected, served = b"expected member\n", b"served member!!\n"
+    arch, _, blob = _archive_setup(monkeypatch, tmp_path, expected, url=False, served=served)
+    _write(mirror, arch, blob)
+    with pytest.raises(DataError) as info:
+        store.resolve("c")
+    msg = str(info.value)
+    assert "openb/sub/c.csv" in msg and "extracted from openb/arch.tar.gz member c.csv" in msg
+    assert _sha(expected) in msg and _sha(served) in msg
+    assert _files(cache) == []
+
+
+def test_member_missing_from_archive_or_archive_unavailable(monkeypatch, tmp_path, mirror, cache):
+    data = b"x\n"
+    arch, _, blob = _archive_setup(monkeypatch, tmp_path, data, url=False)
+    other = _member_entry("d", data, "arch", "d.csv")
+    _use(monkeypatch, arch, other)
+    with pytest.raises(DataError, match=r"its archive openb/arch\.tar\.gz is unavailable"):
+        store.resolve("d")  # the archive is neither in the mirror nor downloadable
+    _write(mirror, arch, blob)
+    with pytest.raises(DataError, match=r"has no member 'd\.csv'"):
+        store.resolve("d")
+    assert _files(cache) == []
+
+
+def test_real_itp_csv_extracted_from_real_archive(monkeypatch, tmp_path, mirror, cache):
+    root = real_mirror()
+    if root is None:
+        pytest.skip("dataset mirror not available")
+    archive = registry.get("itp_raw_traces")
+    (mirror / archive.relpath).parent.mkdir(parents=True)
+    (mirror / archive.relpath).symlink_to(root / archive.relpath)
+    path = store.resolve("itp_cluster10")
+    entry = registry.get("itp_cluster10")
+    assert path == (cache / entry.relpath).absolute()
+    assert path.read_bytes() == (root / entry.relpath).read_bytes()
+    assert [r.status for r in store.verify(["itp_cluster10"])] == ["ok"]

@@ -9,6 +9,14 @@ Mirror layout (the folder ``GPUDEFRAG_MIRROR`` points at, and the user cache)::
     openb/            Alibaba openb node and pod lists (cluster-trace-gpu-v2023)
     fgd-published/    published FGD (ATC '23) expected results, plus one derived summary
     go-math-rand/     Go's math/rand rngCooked table (derived from rng.go)
+    microsoft-itp-elasticflow/
+                      Microsoft ITP job traces (ElasticFlow, ASPLOS '23): the upstream archive
+                      raw-traces.tar.gz and its ten extracted raw-traces/clusterNN.csv
+    philly-pollux/    Microsoft Philly 2017 jobs as processed by Pollux (OSDI '21): philly.csv
+
+Files that upstream ships only inside an archive (the ITP CSVs) have ``url=None`` and name the
+registered archive entry (``archive``) and their path inside it (``member``); the store extracts
+them from the archive, which it finds or downloads like any other file.
 
 Look entries up with :func:`get` (by name, e.g. ``openb_pod_list_default``, or by relative path,
 e.g. ``openb/openb_pod_list_default.csv``). An unknown name raises
@@ -22,8 +30,10 @@ from dataclasses import dataclass
 from gpudefrag.errors import ConfigError
 
 __all__ = [
+    "ADAPTDL_COMMIT",
     "ALIBABA_CLUSTERDATA_COMMIT",
     "DATASETS",
+    "ELASTICFLOW_TRACES_COMMIT",
     "GROUPS",
     "SIMULATOR_COMMIT",
     "DatasetEntry",
@@ -34,6 +44,8 @@ __all__ = [
 
 ALIBABA_CLUSTERDATA_COMMIT = "7a6c496e4f4b6ce6150be8f881cb051bf2abff42"
 SIMULATOR_COMMIT = "8f3d6417353c5083c6d56617f255fadd8dc306bc"
+ELASTICFLOW_TRACES_COMMIT = "277ed24d0e908c31a1c98145819e2e3853d8ac00"
+ADAPTDL_COMMIT = "c793c7089bd307462686339d29707925c461f9a9"  # branch osdi21-artifact
 
 _OPENB_URL = (
     "https://raw.githubusercontent.com/alibaba/clusterdata/"
@@ -43,14 +55,21 @@ _SIM_RESULTS_URL = (
     "https://raw.githubusercontent.com/hkust-adsl/kubernetes-scheduler-simulator/"
     f"{SIMULATOR_COMMIT}/experiments/analysis/expected_results/"
 )
+_ITP_ARCHIVE_URL = (
+    "https://raw.githubusercontent.com/microsoft/elasticflow-traces/"
+    f"{ELASTICFLOW_TRACES_COMMIT}/data/raw-traces.tar.gz"
+)
+_PHILLY_URL = f"https://raw.githubusercontent.com/petuum/adaptdl/{ADAPTDL_COMMIT}/simulator/traces/philly.csv"
 
-GROUPS = ("openb", "fgd-published", "go-math-rand")
+GROUPS = ("openb", "fgd-published", "go-math-rand", "microsoft-itp-elasticflow", "philly-pollux")
 
 LICENCE_OPENB_SIM = "Apache-2.0 (simulator copy); unstated in alibaba/clusterdata"
 LICENCE_OPENB_UNSTATED = "unstated (alibaba/clusterdata only; cite ATC '23)"
 LICENCE_SIM = "Apache-2.0"
 LICENCE_DERIVED_SIM = "derived from Apache-2.0 data"
 LICENCE_GO = "BSD-3-Clause (Go)"
+LICENCE_ITP = "MIT"
+LICENCE_PHILLY = "CC-BY-4.0 (Philly data: attribute Microsoft / ATC '19)"
 
 
 @dataclass(frozen=True)
@@ -60,6 +79,9 @@ class DatasetEntry:
     ``name`` is the lookup key (the file stem), ``relpath`` the POSIX path inside the mirror,
     ``url`` the pinned upstream URL or ``None`` (mirror only), ``sha256``/``size`` the expected
     content, ``licence`` a short licence string and ``note`` provenance details.
+
+    A file that upstream ships only inside an archive has ``url=None``, ``archive`` set to the
+    name of the registered archive entry and ``member`` to its path inside that archive.
     """
 
     name: str
@@ -70,6 +92,8 @@ class DatasetEntry:
     size: int
     licence: str
     note: str = ""
+    archive: str | None = None
+    member: str | None = None
 
 
 def _openb(
@@ -89,6 +113,25 @@ def _openb(
             "alibaba/clusterdata cluster-trace-gpu-v2023/csv; byte-identical to "
             "hkust-adsl/kubernetes-scheduler-simulator data/csv (Apache-2.0)"
         ),
+    )
+
+
+def _itp_cluster(number: int, size: int, sha256: str) -> DatasetEntry:
+    file = f"cluster{number:02d}.csv"
+    return DatasetEntry(
+        name=f"itp_cluster{number:02d}",
+        group="microsoft-itp-elasticflow",
+        relpath=f"microsoft-itp-elasticflow/raw-traces/{file}",
+        url=None,
+        sha256=sha256,
+        size=size,
+        licence=LICENCE_ITP,
+        note=(
+            f"microsoft/elasticflow-traces data/raw-traces.tar.gz member {file}; upstream has no "
+            "plain copy, so it is extracted from the registered archive itp_raw_traces"
+        ),
+        archive="itp_raw_traces",
+        member=file,
     )
 
 
@@ -290,6 +333,41 @@ DATASETS: tuple[DatasetEntry, ...] = (
         note=(
             "mirror only: the 607 rngCooked values of golang/go go1.20.4 src/math/rand/rng.go, "
             "one per line (extracted from Go source); no upstream URL"
+        ),
+    ),
+    # --- microsoft-itp-elasticflow: microsoft/elasticflow-traces @ 277ed24d -----------------------
+    DatasetEntry(
+        name="itp_raw_traces",
+        group="microsoft-itp-elasticflow",
+        relpath="microsoft-itp-elasticflow/raw-traces.tar.gz",
+        url=_ITP_ARCHIVE_URL,
+        size=1943846,
+        sha256="67398e1a89245c50ae0881bf997e6cda0c95f9f47980af5bc56d67998965669f",
+        licence=LICENCE_ITP,
+        note="microsoft/elasticflow-traces data/raw-traces.tar.gz (the ten ITP cluster CSVs + LICENSE)",
+    ),
+    _itp_cluster(1, 83726, "27d707f576fce5637f9efec43f610da3d335f36e3c6fd4ded2f5bccfce05974a"),
+    _itp_cluster(2, 301866, "7a5849e73aff9f9bc33f87c9bacadf8aab2f3a9e7bc5d70956f5cbf40126526c"),
+    _itp_cluster(3, 158198, "282d765c5289ab0ba870f494dd2c67893f9d16d726fdc8a51f13b7412515dbf8"),
+    _itp_cluster(4, 825103, "247850e4265f35749e98d15e82a67765301e81272334265f1fe60d65787892a9"),
+    _itp_cluster(5, 189032, "1553359ddd673a0ffc531ca10e73ba729dbacbce905ce878dbb8499d2dbed0fb"),
+    _itp_cluster(6, 125228, "52c0d9247d1de9b19a8bdafc25137daf6fa04f274ad3a2eb6dac51226ac2362e"),
+    _itp_cluster(7, 662831, "d4f46f32e2965c2265b2675c070565a86e40bff45733c828c5767bc0b8c1b318"),
+    _itp_cluster(8, 682210, "d60c20d0cd05ddf49fddffabbc784ba6177bbc1a762fc5cf8a0bc9056b084db8"),
+    _itp_cluster(9, 586203, "da4047d6f09cc41709ff85937c82e31f6a6791c896d22e241ae9e1dc7f82bcfd"),
+    _itp_cluster(10, 13689, "139abea485b52090f5950d0f28d82878169df408e36052ec5c7cd04a3f3fcfa7"),
+    # --- philly-pollux: petuum/adaptdl (branch osdi21-artifact) @ c793c708 -----------------------
+    DatasetEntry(
+        name="philly",
+        group="philly-pollux",
+        relpath="philly-pollux/philly.csv",
+        url=_PHILLY_URL,
+        size=3444496,
+        sha256="ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da",
+        licence=LICENCE_PHILLY,
+        note=(
+            "petuum/adaptdl simulator/traces/philly.csv: the Pollux processing of the Microsoft "
+            "Philly trace (msr-fiddle/philly-traces, CC-BY-4.0); adaptdl code is Apache-2.0"
         ),
     ),
 )

@@ -3,11 +3,14 @@
 Lookup order for :func:`resolve`:
 
 1. the mirror folder named by the ``GPUDEFRAG_MIRROR`` environment variable (laid out as
-   ``openb/``, ``fgd-published/``, ``go-math-rand/``, e.g. a copy of ``shared/data``);
+   ``openb/``, ``fgd-published/``, ``go-math-rand/``, ``microsoft-itp-elasticflow/``,
+   ``philly-pollux/``, e.g. a copy of ``shared/data``);
 2. the user cache, ``GPUDEFRAG_CACHE`` or ``~/.cache/gpudefrag`` (same layout);
-3. a download from the entry's pinned upstream URL into the cache. The bytes go to a temporary file
-   next to the target and are renamed into place only after the size and SHA-256 match, so an
-   interrupted or bad download leaves nothing behind.
+3. a download from the entry's pinned upstream URL into the cache, or, for a file that upstream
+   ships only inside an archive (``entry.archive``/``entry.member``), an extraction of that member
+   from the registered archive (itself resolved by these same three steps) into the cache. The
+   bytes go to a temporary file next to the target and are renamed into place only after the size
+   and SHA-256 match, so an interrupted or bad download or extraction leaves nothing behind.
 
 Every file handed out is checked against the registry's SHA-256. The result is remembered per
 process by ``(path, size, mtime)``, so repeated resolves of an unchanged file do not re-hash it.
@@ -19,13 +22,16 @@ import hashlib
 import http.client
 import os
 import sys
+import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from gpudefrag.data import registry
 from gpudefrag.data.registry import DatasetEntry
@@ -57,8 +63,9 @@ STATUS_MIRROR = "in mirror"
 STATUS_CACHED = "cached"
 STATUS_MISSING = "missing"
 
+_LAYOUT = ", ".join(f"{group}/" for group in registry.GROUPS)
 _HOWTO = (
-    f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+    f"Set {MIRROR_ENV} to a folder laid out as {_LAYOUT} "
     "(for example a copy of shared/data) or run `gpudefrag data fetch`."
 )
 
@@ -146,9 +153,9 @@ def _missing_error(entry: DatasetEntry, reason: str) -> DataError:
     where = f"not in the mirror ({mpath})" if mpath is not None else f"{MIRROR_ENV} is not set"
     howto = (
         _HOWTO
-        if entry.url is not None
+        if entry.url is not None or entry.archive is not None
         else (
-            f"Set {MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+            f"Set {MIRROR_ENV} to a folder laid out as {_LAYOUT} "
             f"(for example a copy of shared/data) that contains {entry.relpath}."
         )
     )
@@ -187,18 +194,87 @@ def _progress_bar(entry: DatasetEntry, enabled: bool) -> _ProgressBar | None:
 def _download_howto(entry: DatasetEntry) -> str:
     return (
         f"Check the network and retry `gpudefrag data fetch {entry.name}`, or set "
-        f"{MIRROR_ENV} to a folder laid out as openb/, fgd-published/, go-math-rand/ "
+        f"{MIRROR_ENV} to a folder laid out as {_LAYOUT} "
         "(for example a copy of shared/data)."
     )
 
 
+class _Source(Protocol):
+    """What the copy loop uses of an HTTP response or an archive member."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where the bytes of a cache file come from, for :func:`_copy_verified`'s messages."""
+
+    open: Callable[[], AbstractContextManager[_Source]]
+    verb: str  # "download" / "extract"
+    source: str  # "from <url>" / "from <archive> member <name>"
+    errors: tuple[type[BaseException], ...]  # failures of ``open``/``read`` to report as DataError
+    howto: str
+
+
 def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
-    """Download ``entry.url`` to ``dest`` atomically; DataError on any failure.
+    """Download ``entry.url`` to ``dest`` atomically; DataError on any failure."""
+    url = entry.url
+    assert url is not None
+    origin = _Origin(
+        open=lambda: _urlopen(url, timeout=DOWNLOAD_TIMEOUT_S),
+        verb="download",
+        source=f"from {url}",
+        errors=(urllib.error.URLError, http.client.HTTPException, OSError, ValueError),
+        howto=_download_howto(entry),
+    )
+    return _copy_verified(entry, dest, origin, progress)
+
+
+@contextmanager
+def _open_member(archive: DatasetEntry, archive_path: Path, member: str) -> Iterator[IO[bytes]]:
+    with tarfile.open(archive_path, "r:*") as tar:
+        try:
+            info = tar.getmember(member)
+        except KeyError:
+            raise DataError(f"archive {archive.relpath} ({archive_path}) has no member {member!r}") from None
+        fh = tar.extractfile(info) if info.isfile() else None
+        if fh is None:
+            raise DataError(f"member {member!r} of archive {archive.relpath} is not a regular file")
+        with fh:
+            yield fh
+
+
+def _extract(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
+    """Extract ``entry.member`` from the registered archive ``entry.archive`` (found in the
+    mirror or cache, or downloaded and verified first) to ``dest`` atomically, verifying the
+    member's size and SHA-256; DataError on any failure."""
+    assert entry.archive is not None and entry.member is not None
+    archive = registry.get(entry.archive)
+    try:
+        archive_path, _ = _resolve_entry(archive, progress)
+    except DataError as exc:
+        raise _missing_error(entry, f"its archive {archive.relpath} is unavailable: {exc}") from exc
+    member = entry.member
+    origin = _Origin(
+        open=lambda: _open_member(archive, archive_path, member),
+        verb="extract",
+        source=f"from {archive.relpath} member {member}",
+        errors=(tarfile.TarError, OSError, EOFError, zlib.error),
+        howto=(
+            f"Retry `gpudefrag data fetch {entry.name}` (it re-checks the archive {archive.name}), "
+            f"or set {MIRROR_ENV} to a folder laid out as {_LAYOUT} (for example a copy of "
+            "shared/data)."
+        ),
+    )
+    return _copy_verified(entry, dest, origin, progress)
+
+
+def _copy_verified(entry: DatasetEntry, dest: Path, origin: _Origin, progress: bool) -> Path:
+    """Copy the bytes ``origin`` opens to ``dest`` atomically; DataError on any failure.
 
     The bytes go to ``.<name>.<random>.part`` next to ``dest``; it is renamed onto ``dest`` only
     after the size and SHA-256 match, and removed on any error (including KeyboardInterrupt).
     """
-    assert entry.url is not None
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
@@ -213,33 +289,33 @@ def _download(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
         hasher = hashlib.sha256()
         size = 0
         try:
-            with os.fdopen(fd, "wb") as out, _urlopen(entry.url, timeout=DOWNLOAD_TIMEOUT_S) as resp:
+            with os.fdopen(fd, "wb") as out, origin.open() as src:
                 bar = _progress_bar(entry, progress)
                 while True:
-                    chunk = resp.read(_CHUNK)
+                    chunk = src.read(_CHUNK)
                     if not chunk:
                         break
                     size += len(chunk)
                     if size > entry.size:
                         raise DataError(
-                            f"download of {entry.relpath} from {entry.url} is larger than the "
-                            f"registered {entry.size} bytes; aborted, nothing was saved. "
-                            + _download_howto(entry)
+                            f"{origin.verb} of {entry.relpath} {origin.source} is larger than the "
+                            f"registered {entry.size} bytes; aborted, nothing was saved. " + origin.howto
                         )
                     hasher.update(chunk)
                     out.write(chunk)
                     if bar is not None:
                         bar.update(len(chunk))
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        except origin.errors as exc:
             raise DataError(
-                f"cannot download {entry.relpath} from {entry.url}: {exc}. " + _download_howto(entry)
+                f"cannot {origin.verb} {entry.relpath} {origin.source}: {exc}. " + origin.howto
             ) from exc
         actual = hasher.hexdigest()
         if actual != entry.sha256:
+            past = "downloaded" if origin.verb == "download" else "extracted"
             raise DataError(
-                f"checksum mismatch for {entry.relpath} downloaded from {entry.url}: expected "
+                f"checksum mismatch for {entry.relpath} {past} {origin.source}: expected "
                 f"sha256 {entry.sha256}, got sha256 {actual} (expected {entry.size} bytes, "
-                f"got {size}); nothing was saved. " + _download_howto(entry)
+                f"got {size}); nothing was saved. " + origin.howto
             )
         os.replace(tmp, dest)
     except BaseException:
@@ -257,15 +333,18 @@ def _resolve_entry(entry: DatasetEntry, progress: bool) -> tuple[Path, str]:
     path, status = _locate(entry)
     if path is not None:
         return _check(entry, path), status
-    if entry.url is None:
-        raise _missing_error(entry, f"it has no download URL ({entry.note or 'mirror only'})")
-    return _download(entry, _cache_path(entry), progress), "downloaded"
+    if entry.url is not None:
+        return _download(entry, _cache_path(entry), progress), "downloaded"
+    if entry.archive is not None and entry.member is not None:
+        return _extract(entry, _cache_path(entry), progress), "extracted"
+    raise _missing_error(entry, f"it has no download URL ({entry.note or 'mirror only'})")
 
 
 def resolve(relpath: str, *, progress: bool = False) -> Path:
     """Absolute path of a verified registered file (a name or a mirror-relative path).
 
-    Looks in ``GPUDEFRAG_MIRROR``, then the cache, then downloads into the cache.
+    Looks in ``GPUDEFRAG_MIRROR``, then the cache, then downloads into the cache (or extracts
+    the file from its registered archive into the cache).
     Raises :class:`ConfigError` for an unknown name and :class:`DataError` if the file is missing
     and cannot be downloaded, or if its SHA-256 does not match.
     """
@@ -295,7 +374,8 @@ def list_datasets() -> list[DatasetStatus]:
 @dataclass(frozen=True)
 class FetchResult:
     """Outcome of fetching one file. ``status``: ``in mirror``, ``cached``, ``downloaded``,
-    ``skipped`` (mirror-only file, not requested by name) or ``failed`` (see ``message``)."""
+    ``extracted`` (from its registered archive), ``skipped`` (mirror-only file, not requested by
+    name) or ``failed`` (see ``message``)."""
 
     entry: DatasetEntry
     status: str
@@ -325,7 +405,7 @@ def fetch(
     entries = registry.select(None if names is None else ([names] if isinstance(names, str) else list(names)))
     results: list[FetchResult] = []
     for entry in entries:
-        if fetch_all and entry.url is None and _locate(entry)[0] is None:
+        if fetch_all and entry.url is None and entry.archive is None and _locate(entry)[0] is None:
             result = FetchResult(
                 entry, "skipped", None, f"mirror only, no download URL; set {MIRROR_ENV} to get it"
             )

@@ -62,7 +62,8 @@ class GangState:
 
     def whole_free_nodes(self) -> npt.NDArray[np.bool_]:
         """Nodes with every GPU fully free."""
-        return self.free_gpus == self.topology.gpus_per_node
+        whole: npt.NDArray[np.bool_] = self.free_gpus == self.topology.gpus_per_node
+        return whole
 
     def used_gpus(self) -> float:
         """GPUs in use, counting shared GPUs by their used milli."""

@@ -131,9 +131,7 @@ def _grouped(n: int, size: int) -> IntArray:
     return np.arange(n, dtype=np.int64) // size
 
 
-def uniform(
-    num_nodes: int, gpus_per_node: int, group_sizes: list[tuple[str, int]]
-) -> Topology:
+def uniform(num_nodes: int, gpus_per_node: int, group_sizes: list[tuple[str, int]]) -> Topology:
     """Nodes in order, grouped bottom-up: ``[("leaf", 32)]`` puts nodes 0-31 in leaf 0, ...;
     each later size counts domains of the level below (``[("nvlink", 18), ("group", 8)]``).
     A level named ``"spine"`` of size 0 (or any size 0) holds everything."""

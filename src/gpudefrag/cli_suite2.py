@@ -1,0 +1,107 @@
+"""``gpudefrag suite 2``: gangs on a multi-level topology, replayed from the ITP and Philly
+traces (see :mod:`gpudefrag.experiments.suite2`).
+
+``--windows tuning`` (the default) runs the tuning windows into ``runs/suite2-tuning/``;
+``--windows report`` runs the held-out report windows into ``runs/suite2/`` and is meant to be
+run once, at the end, with settings chosen on the tuning windows.  Names may also be listed
+(``--windows itp04-w2,philly-w2``) into ``runs/suite2-other/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from gpudefrag.errors import ConfigError
+
+__all__ = ["add_suite2_command", "cmd_suite_2"]
+
+FOLDERS = {"tuning": "suite2-tuning", "report": "suite2"}
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        values = [float(t) for t in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"need numbers: {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"need positive numbers: {text!r}")
+    return values
+
+
+def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``tuning`` / ``report`` / comma-separated names -> (set name, window names)."""
+    from gpudefrag.workloads.windows import REPORT, TUNING, window
+
+    if spec == "tuning":
+        return "tuning", TUNING
+    if spec == "report":
+        return "report", REPORT
+    names = tuple(_csv(spec))
+    for n in names:
+        window(n)  # ConfigError listing the known names
+    if not names:
+        raise ConfigError("--windows: give tuning, report or window names")
+    return "other", names
+
+
+def cmd_suite_2(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.config2 import VARIANTS, Suite2Config
+    from gpudefrag.experiments.report2 import write_report
+    from gpudefrag.experiments.suite2 import run_suite
+    from gpudefrag.model.jobs import parse_constraint
+
+    set_name, names = resolve_windows(args.windows)
+    variants = tuple(args.variants or VARIANTS)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ConfigError(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
+    parse_constraint(args.constraint)
+    cfg = Suite2Config(
+        windows=names,
+        set_name=set_name,
+        loads=tuple(args.loads),
+        variants=variants,
+        topology=args.topology,
+        leaf_nodes=args.leaf_nodes,
+        gang_constraint=args.constraint,
+    )
+    started = time.perf_counter()
+    runs = run_suite(cfg, args.jobs, progress=not args.no_progress)
+    wall = time.perf_counter() - started
+    folder = args.out / FOLDERS.get(set_name, "suite2-other")
+    paths = write_report(runs, cfg, wall, folder)
+    print(paths[0].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths[:2]) + f" and {len(paths) - 2} charts")
+    return 0
+
+
+def add_suite2_command(suites) -> None:
+    """Register ``suite 2`` on the ``suite`` sub-parsers."""
+    s2 = suites.add_parser(
+        "2",
+        help="gangs on a multi-level topology from real traces (ITP, Philly)",
+        description="Replay busiest-week windows of the ITP and Philly traces at loads 1.0/1.25/1.5 "
+        "with the baselines (Volcano, Kueue TAS, KAI, KAI+Consolidate, Slurm tree, FGD) and ours "
+        "(gang-aware placement, with and without checkpoint-aware defragmentation).  Tune on the "
+        "tuning windows (runs/suite2-tuning/); run the report windows once, at the end (runs/suite2/).",
+    )
+    s2.add_argument("--windows", default="tuning", help="tuning (default), report, or window names")
+    s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
+    s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all eight)")
+    s2.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod")
+    s2.add_argument("--leaf-nodes", type=int, default=32, help="nodes per leaf group (superpod; default 32)")
+    s2.add_argument(
+        "--constraint",
+        default="preferred:leaf",
+        help="multi-node gangs' topology constraint (default preferred:leaf)",
+    )
+    s2.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    s2.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default ./runs)")
+    s2.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s2.set_defaults(func=cmd_suite_2)

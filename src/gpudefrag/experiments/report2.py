@@ -1,0 +1,284 @@
+"""Suite 2's report: paired tables by window with 95 % CIs, the issue's bars, charts and CSV.
+
+Differences are paired by window (every variant of a (window, load) replays the same jobs on the
+same cluster); intervals are Student-t over windows (:mod:`gpudefrag.experiments.stats`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.config2 import BASELINES, PLACEMENT_BASELINES, Suite2Config
+from gpudefrag.experiments.stats import paired
+from gpudefrag.experiments.suite2 import Run2
+
+__all__ = ["Bar", "bars", "markdown", "write_report"]
+
+TABLE_METRICS = (
+    ("alloc_pct", "alloc %", 2),
+    ("useful_pct", "useful %", 2),
+    ("wait_p50_s", "wait p50 s", 0),
+    ("wait_p95_s", "wait p95 s", 0),
+    ("wait_p95_s_32p", "p95 wait 32+ s", 0),
+    ("jct_mean_s", "JCT mean s", 0),
+    ("pending_at_end", "pending", 1),
+    ("gang_one_leaf_pct", "gangs in 1 leaf %", 1),
+    ("excess_spread_leaf", "excess leafs", 3),
+    ("whole_nodes_mean", "whole free nodes", 2),
+    ("stranded_gpus_mean", "stranded GPUs", 1),
+    ("migrations", "moves", 1),
+    ("gang_moves", "gang moves", 1),
+    ("gpu_hours_lost", "GPU-h wasted", 1),
+    ("decision_p99_ms", "decision p99 ms", 3),
+    ("pass_p99_ms", "pass p99 ms", 2),
+)
+CHART_METRICS = (
+    "alloc_pct",
+    "useful_pct",
+    "wait_p95_s",
+    "wait_p95_s_32p",
+    "jct_mean_s",
+    "pending_at_end",
+    "gang_one_leaf_pct",
+    "excess_spread_leaf",
+    "whole_nodes_mean",
+    "stranded_gpus_mean",
+    "migrations",
+    "gpu_hours_lost",
+    "decision_p99_ms",
+)
+
+
+def _values(runs: list[Run2], load: float, variant: str, metric: str, windows: tuple[str, ...]) -> np.ndarray:
+    by = {r.window: r.metrics.get(metric, math.nan) for r in runs if r.load == load and r.variant == variant}
+    return np.array([by.get(w, math.nan) for w in windows], dtype=np.float64)
+
+
+def _mean(x: np.ndarray) -> float:
+    ok = x[np.isfinite(x)]
+    return float(ok.mean()) if ok.size else math.nan
+
+
+@dataclass(frozen=True)
+class Bar:
+    text: str
+    measured: str
+    met: bool | None  # None: could not be evaluated (variant missing)
+
+
+def _diff(
+    runs: list[Run2], cfg: Suite2Config, load: float, a: str, b: str, metric: str, mb: str | None = None
+):
+    x = _values(runs, load, a, metric, cfg.windows)
+    y = _values(runs, load, b, mb or metric, cfg.windows)
+    return paired(x, y)
+
+
+def best_placement_baseline(runs: list[Run2], cfg: Suite2Config, load: float) -> str | None:
+    """The placement-only baseline with the highest mean allocation at ``load``."""
+    have = [v for v in PLACEMENT_BASELINES if v in cfg.variants]
+    if not have:
+        return None
+    return max(have, key=lambda v: _mean(_values(runs, load, v, "alloc_pct", cfg.windows)))
+
+
+def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Bar]:
+    out: list[Bar] = []
+    v = set(cfg.variants)
+    for load in cfg.loads:
+        best = best_placement_baseline(runs, cfg, load)
+        if "ours" in v and best:
+            p = _diff(runs, cfg, load, "ours", best, "alloc_pct")
+            if load > 1.0:
+                met = p.diff.mean >= 0.5 and p.diff.low > 0
+                text = f"ours - best baseline ({best}) at {load}x >= +0.5 pp, CI above 0"
+            else:
+                met = p.diff.mean >= -0.1
+                text = f"ours - best baseline ({best}) at {load}x >= -0.1 pp"
+            out.append(Bar(text, f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp", met))
+    top = max(cfg.loads)
+    if "ours+defrag" in v:
+        for base, need in (("volcano", 3.0), ("kai+consolidate", 1.0)):
+            if base in v:
+                p = _diff(runs, cfg, top, "ours+defrag", base, "alloc_pct")
+                out.append(
+                    Bar(
+                        f"ours+defrag - {base} at {top}x >= +{need:g} pp, CI above 0",
+                        f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp",
+                        p.diff.mean >= need and p.diff.low > 0,
+                    )
+                )
+        if "volcano" in v:
+            p = _diff(runs, cfg, top, "ours+defrag", "volcano", "useful_pct")
+            out.append(
+                Bar(
+                    f"ours+defrag net of migration waste - volcano at {top}x >= +2 pp",
+                    f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp",
+                    p.diff.mean >= 2.0,
+                )
+            )
+        bases = [b for b in BASELINES if b in v]
+        if bases:
+            p95 = {b: _mean(_values(runs, top, b, "wait_p95_s_32p", cfg.windows)) for b in bases}
+            best_b = min(p95, key=lambda b: p95[b])
+            ours = _mean(_values(runs, top, "ours+defrag", "wait_p95_s_32p", cfg.windows))
+            out.append(
+                Bar(
+                    f"p95 wait of 32+ GPU gangs, ours+defrag <= best baseline ({best_b}) at {top}x",
+                    f"{ours:,.0f} s vs {p95[best_b]:,.0f} s",
+                    ours <= p95[best_b],
+                )
+            )
+    ours_runs = [r for r in runs if r.variant.startswith("ours")]
+    if ours_runs:
+        worst = max(r.metrics["pass_p99_ms"] for r in ours_runs)
+        out.append(
+            Bar(
+                "decision p99 <= 100 ms per batch (scheduling pass), ours",
+                f"{worst:.2f} ms (worst run)",
+                worst <= 100,
+            )
+        )
+    out.append(Bar("whole suite <= 60 min on 2 cores", f"{wall_s / 60:.1f} min", wall_s <= 3600))
+    return out
+
+
+def _fmt(x: float, digits: int) -> str:
+    return "–" if not math.isfinite(x) else f"{x:,.{digits}f}"
+
+
+def _load_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]:
+    head = "| variant | " + " | ".join(h for _, h, _ in TABLE_METRICS) + " |"
+    lines = [head, "|---" + "|---:" * len(TABLE_METRICS) + "|"]
+    for var in cfg.variants:
+        cells = [_fmt(_mean(_values(runs, load, var, m, cfg.windows)), d) for m, _, d in TABLE_METRICS]
+        lines.append(f"| {var} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _paired_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]:
+    refs: list[str] = [r for r in ("volcano", "kai+consolidate") if r in cfg.variants]
+    best = best_placement_baseline(runs, cfg, load)
+    if best and best not in refs:
+        refs.append(best)
+    lines = ["| variant | " + " | ".join(f"alloc vs {r} (pp)" for r in refs) + " | useful vs volcano (pp) |"]
+    lines.append("|---" + "|---:" * (len(refs) + 1) + "|")
+    for var in cfg.variants:
+        cells = []
+        for r in refs:
+            p = _diff(runs, cfg, load, var, r, "alloc_pct")
+            cells.append(f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] ({p.wins}/{p.losses})")
+        if "volcano" in cfg.variants:
+            p = _diff(runs, cfg, load, var, "volcano", "useful_pct")
+            cells.append(f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}]")
+        else:
+            cells.append("–")
+        lines.append(f"| {var} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _wait_by_size(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]:
+    sizes = ("1", "2", "4", "8", "16", "32p")
+    lines = ["| variant | " + " | ".join(f"p50/p95/p99 {s} GPUs (h)" for s in sizes) + " |"]
+    lines.append("|---" + "|---:" * len(sizes) + "|")
+    for var in cfg.variants:
+        cells = []
+        for s in sizes:
+            q = [
+                _mean(_values(runs, load, var, f"wait_p{p}_s_{s}", cfg.windows)) / 3600 for p in (50, 95, 99)
+            ]
+            cells.append("/".join(_fmt(x, 1) for x in q))
+        lines.append(f"| {var} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(runs: list[Run2], cfg: Suite2Config, wall_s: float, nodes: dict[str, int]) -> str:
+    lines = [
+        f"# Suite 2: gangs on a topology ({cfg.set_name} windows)",
+        "",
+        f"Windows: {', '.join(f'{w} ({nodes.get(w, 0)} nodes)' for w in cfg.windows)}.  "
+        f"Loads {', '.join(f'{x:g}x' for x in cfg.loads)} (arrivals compressed, durations kept, cluster "
+        f"sized for 1.0).  Topology `{cfg.topology}` (leaf groups of {cfg.leaf_nodes} nodes); multi-node "
+        f"gangs carry `{cfg.gang_constraint}`.  Checkpoints every {cfg.checkpoint_interval_s:g} s, restart "
+        f"{cfg.restart_s:g} s.  Means over {len(cfg.windows)} windows; paired differences with 95 % CIs "
+        f"(wins/losses by window).  Wall time {wall_s / 60:.1f} min.",
+        "",
+        "## Bars",
+        "",
+        "| bar | measured | met |",
+        "|---|---|---|",
+    ]
+    for b in bars(runs, cfg, wall_s):
+        met = "n/a" if b.met is None else ("yes" if b.met else "**no**")
+        lines.append(f"| {b.text} | {b.measured} | {met} |")
+    for load in cfg.loads:
+        lines += [
+            "",
+            f"## Load {load:g}x",
+            "",
+            *_load_table(runs, cfg, load),
+            "",
+            "Paired allocation differences:",
+            "",
+        ]
+        lines += _paired_table(runs, cfg, load)
+        lines += ["", "Wait by job size (hours, mean over windows of each percentile):", ""]
+        lines += _wait_by_size(runs, cfg, load)
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(runs: list[Run2], path: Path) -> Path:
+    keys = sorted({k for r in runs for k in r.metrics})
+    with atomic_write(path) as f:
+        w = csv.writer(f)
+        w.writerow(["window", "load", "variant", "nodes", "event_hash", *keys])
+        for r in runs:
+            w.writerow(
+                [r.window, r.load, r.variant, r.nodes, r.event_hash, *(r.metrics.get(k, "") for k in keys)]
+            )
+    return path
+
+
+def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path]:
+    """One PNG per metric: mean over windows per variant, one group of bars per load."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    width = 0.8 / max(1, len(cfg.variants))
+    for metric in CHART_METRICS:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        for i, var in enumerate(cfg.variants):
+            means = [_mean(_values(runs, load, var, metric, cfg.windows)) for load in cfg.loads]
+            ax.bar(np.arange(len(cfg.loads)) + i * width, means, width, label=var)
+        ax.set_xticks(np.arange(len(cfg.loads)) + 0.4 - width / 2, [f"{x:g}x" for x in cfg.loads])
+        ax.set_title(f"{metric} (mean over {len(cfg.windows)} {cfg.set_name} windows)")
+        ax.legend(fontsize=7, ncol=4)
+        fig.tight_layout()
+        path = folder / f"{metric}.png"
+        tmp = path.with_suffix(".tmp.png")
+        fig.savefig(tmp, dpi=100)
+        plt.close(fig)
+        tmp.replace(path)
+        out.append(path)
+    return out
+
+
+def write_report(runs: list[Run2], cfg: Suite2Config, wall_s: float, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes = {r.window: r.nodes for r in runs}
+    report = folder / "report.md"
+    with atomic_write(report) as f:
+        f.write(markdown(runs, cfg, wall_s, nodes))
+    paths = [report, write_csv(runs, folder / "runs.csv")]
+    paths += write_charts(runs, cfg, folder / "charts")
+    return paths

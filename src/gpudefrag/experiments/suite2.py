@@ -1,0 +1,91 @@
+"""Suite 2: gangs on a multi-level topology, replayed from real traces.
+
+For every window (:mod:`gpudefrag.workloads.windows`), load (1.0, 1.25, 1.5: arrivals compressed,
+durations kept, the cluster sized for load 1.0) and variant (:mod:`gpudefrag.experiments.config2`)
+one simulation (:func:`gpudefrag.gangs.simulator.simulate`); all variants of a (window, load)
+see the same jobs and cluster, so differences are paired by window.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+
+from tqdm import tqdm
+
+from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.config2 import Suite2Config, make_variant
+from gpudefrag.experiments.summary2 import summarise
+from gpudefrag.gangs.simulator import GangSimConfig, simulate
+from gpudefrag.model.jobs import parse_constraint
+from gpudefrag.model.topology import PRESETS, Topology, nvl72, superpod
+from gpudefrag.workloads.windows import SUITE_GPUS_PER_NODE, suite_run
+
+__all__ = ["Run2", "build_topology", "run_one", "run_suite", "tasks"]
+
+
+@dataclass(frozen=True)
+class Run2:
+    window: str
+    load: float
+    variant: str
+    nodes: int
+    event_hash: str
+    metrics: dict[str, float]
+
+
+def build_topology(cfg: Suite2Config, nodes: int) -> Topology:
+    if cfg.topology == "superpod":
+        return superpod(nodes, cfg.leaf_nodes)
+    if cfg.topology == "nvl72":
+        return nvl72(nodes)
+    raise ConfigError(f"unknown topology preset {cfg.topology!r}; known: {', '.join(PRESETS)}")
+
+
+def tasks(cfg: Suite2Config) -> list[tuple[str, float, str]]:
+    return [(w, load, v) for w in cfg.windows for load in cfg.loads for v in cfg.variants]
+
+
+def run_one(cfg: Suite2Config, window: str, load: float, variant: str) -> Run2:
+    """One simulation: window ``window`` at load ``load`` with ``variant``."""
+    gpn = SUITE_GPUS_PER_NODE if cfg.topology == "superpod" else 4
+    run = suite_run(window, load, gpn)
+    constraint = parse_constraint(cfg.gang_constraint)
+    jobs = [replace(j, constraint=constraint) if j.gpus > gpn else j for j in run.jobs]
+    topo = build_topology(cfg, run.nodes)
+    policy, defrag = make_variant(variant, jobs, gpn, cfg)
+    sim_cfg = GangSimConfig(
+        run.measure[0],
+        run.measure[1],
+        checkpoint_interval_s=cfg.checkpoint_interval_s,
+        restart_s=cfg.restart_s,
+        defrag_tick_s=cfg.defrag_tick_s,
+    )
+    result = simulate(topo, jobs, policy, sim_cfg, defrag)
+    metrics = summarise(result, topo)
+    return Run2(window, load, variant, run.nodes, result.event_hash, metrics)
+
+
+def _run_task(args: tuple[Suite2Config, str, float, str]) -> Run2:
+    return run_one(*args)
+
+
+def run_suite(cfg: Suite2Config, jobs: int | None = None, progress: bool = True) -> list[Run2]:
+    """Every task of ``cfg`` on ``jobs`` worker processes (default: all cores), in task order."""
+    todo = tasks(cfg)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    out: dict[tuple[str, float, str], Run2] = {}
+    bar = tqdm(total=len(todo), desc="suite 2", unit="run", disable=not progress)
+    if workers == 1:
+        for t in todo:
+            out[t] = run_one(cfg, *t)
+            bar.update()
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            futs = {pool.submit(_run_task, (cfg, *t)): t for t in todo}
+            for f in as_completed(futs):
+                out[futs[f]] = f.result()
+                bar.update()
+    bar.close()
+    return [out[t] for t in todo]

@@ -1,0 +1,210 @@
+"""Our checkpoint-aware defragmenter for jobs and gangs.
+
+It acts for a queued job that is blocked by fragmentation: the cluster's free GPUs cover it,
+the placement policy finds no room, and it has waited at least ``min_wait_s`` (hysteresis).
+For such a job it looks for the cheapest room:
+
+* a gang of ``k`` full-node pods needs ``k`` wholly free nodes in one domain of a level its
+  constraint allows (:func:`~gpudefrag.gangs.policy.candidate_levels`); a node is freed by
+  moving every job on it.  Per domain the ``k`` nodes cheapest to free are taken; the domain
+  with the cheapest total wins;
+* a single pod of ``g`` GPUs needs one node with ``g`` free GPUs; on each node the cheapest set
+  of its jobs whose GPUs cover the shortfall is found exactly (subsets of at most
+  ``max_moves`` jobs).
+
+A job's move costs GPUs x (work lost since its last checkpoint + restart time)
+(:func:`~gpudefrag.gangs.moves.move_cost_gpu_s`).  Single-pod jobs may always move; a gang moves
+only as a whole, and only when its cost per GPU is at most ``gang_move_max_s`` (it has just
+checkpointed).  Every moved job is re-placed by the placement policy outside the room being
+freed, keeping its own constraint; a plan whose victims cannot all be re-placed is dropped.
+The plan is executed only if its cost is at most ``value_s`` x the blocked job's GPUs (the
+GPU time the blocked job would otherwise idle for, ``value_s`` being a tuning knob) and it moves
+at most ``max_moves`` jobs; at most ``max_plans_per_tick`` plans per call, each on the state the
+earlier ones leave.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo, move_cost_gpu_s
+from gpudefrag.gangs.policy import GangPolicy, candidate_levels
+from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.jobs import Job
+
+IntArray = npt.NDArray[np.int64]
+
+__all__ = ["CheckpointDefrag", "DefragConfig"]
+
+
+@dataclass(frozen=True)
+class DefragConfig:
+    restart_s: float = 300.0
+    min_wait_s: float = 600.0
+    value_s: float = 3600.0
+    max_moves: int = 8
+    max_plans_per_tick: int = 2
+    max_jobs_per_tick: int = 8
+    gang_move_max_s: float = 600.0
+    max_candidates_per_node: int = 10
+
+
+class CheckpointDefrag:
+    """See the module docstring."""
+
+    name = "ours-defrag"
+
+    def __init__(self, policy: GangPolicy, cfg: DefragConfig | None = None) -> None:
+        self.policy = policy
+        self.cfg = cfg or DefragConfig()
+
+    # ---- costs -----------------------------------------------------------------------------
+    def _costs(self, state: GangState, running: dict[int, RunningInfo], now_s: float) -> dict[int, float]:
+        """Cost of moving each movable running job (gangs only when just checkpointed)."""
+        out: dict[int, float] = {}
+        for job_id, info in running.items():
+            if info.do_not_disrupt:
+                continue
+            job = state.jobs[job_id]
+            cost = move_cost_gpu_s(job, info, now_s, self.cfg.restart_s)
+            gang = len(state.placements[job_id]) > 1
+            if gang and cost / job.gpu_share > self.cfg.gang_move_max_s:
+                continue
+            out[job_id] = cost
+        return out
+
+    def _node_vacate_cost(self, state: GangState, costs: dict[int, float]) -> npt.NDArray[np.float64]:
+        out = np.zeros(state.topology.num_nodes, dtype=np.float64)
+        for n, jobs in enumerate(state.node_jobs):
+            total = 0.0
+            for j in jobs:
+                if j not in costs:
+                    total = np.inf
+                    break
+                total += costs[j]
+            out[n] = total
+        return out
+
+    # ---- rooms -----------------------------------------------------------------------------
+    def _gang_room(
+        self, state: GangState, job: Job, vacate: npt.NDArray[np.float64]
+    ) -> tuple[float, IntArray] | None:
+        topo = state.topology
+        gpn = topo.max_gpus_per_node
+        k = sum(1 for s in state.pods_of(job) if s == gpn)
+        full_nodes = topo.gpus_per_node >= gpn
+        best: tuple[float, IntArray] | None = None
+        for level in candidate_levels(state, job):
+            dom = topo.domains(level) if level is not None else np.zeros(topo.num_nodes, dtype=np.int64)
+            for d in np.unique(dom):
+                members = np.flatnonzero((dom == d) & full_nodes & np.isfinite(vacate))
+                if members.size < k:
+                    continue
+                pick = members[np.lexsort((members, vacate[members]))[:k]]
+                cost = float(vacate[pick].sum())
+                if best is None or cost < best[0]:
+                    best = (cost, pick)
+            if best is not None:
+                return best
+        return None
+
+    def _pod_room(
+        self, state: GangState, job: Job, costs: dict[int, float]
+    ) -> tuple[float, int, tuple[int, ...]] | None:
+        need = state.pods_of(job)[0]
+        best: tuple[float, int, tuple[int, ...]] | None = None
+        for n in np.flatnonzero(state.topology.gpus_per_node >= need):
+            short = need - int(state.free_gpus[n])
+            movable = sorted((j for j in state.node_jobs[n] if j in costs), key=lambda j: (costs[j], j))
+            movable = movable[: self.cfg.max_candidates_per_node]
+            held = {j: sum(len(p.gpu_indices) for p in state.placements[j] if p.node == n) for j in movable}
+            for r in range(1, min(len(movable), self.cfg.max_moves) + 1):
+                for combo in itertools.combinations(movable, r):
+                    if sum(held[j] for j in combo) < short:
+                        continue
+                    cost = sum(costs[j] for j in combo)
+                    if best is None or cost < best[0]:
+                        best = (cost, int(n), combo)
+        return best
+
+    # ---- plans -----------------------------------------------------------------------------
+    def _replace(self, state: GangState, victims: list[int], room: IntArray) -> list[GangMove] | None:
+        """Re-place ``victims`` (already unbound from ``state``) outside ``room``; binds them."""
+        saved = state.free_milli[room].copy(), state.free_gpus[room].copy()
+        state.free_milli[room] = 0
+        state.free_gpus[room] = 0
+        moves: list[GangMove] = []
+        try:
+            for j in sorted(victims, key=lambda j: (-self._jobs[j].gpus, j)):
+                nodes = self.policy.place(state, self._jobs[j])
+                if nodes is None:
+                    return None
+                state.bind(self._jobs[j], nodes)
+                moves.append(GangMove(j, tuple(nodes)))
+        except PlacementError:
+            return None
+        finally:
+            state.free_milli[room], state.free_gpus[room] = saved
+        return moves
+
+    def _plan_for(
+        self, state: GangState, job: Job, running: dict[int, RunningInfo], now_s: float
+    ) -> DefragPlan | None:
+        costs = self._costs(state, running, now_s)
+        if len(state.pods_of(job)) > 1:
+            room_g = self._gang_room(state, job, self._node_vacate_cost(state, costs))
+            if room_g is None:
+                return None
+            room = room_g[1]
+            victims = sorted({j for n in room for j in state.node_jobs[int(n)]})
+        else:
+            room_p = self._pod_room(state, job, costs)
+            if room_p is None:
+                return None
+            room = np.array([room_p[1]], dtype=np.int64)
+            victims = list(room_p[2])
+        if not victims or len(victims) > self.cfg.max_moves:
+            return None
+        cost = sum(costs[j] for j in victims)
+        if cost > self.cfg.value_s * job.gpu_share:
+            return None
+        scratch = state.copy()
+        for j in victims:
+            scratch.unbind(j)
+        moves = self._replace(scratch, victims, room)
+        if moves is None:
+            return None
+        nodes = self.policy.place(scratch, job)
+        if nodes is None:
+            return None
+        scratch.bind(job, nodes)
+        self._scratch = scratch
+        return DefragPlan(job.job_id, tuple(moves), tuple(nodes))
+
+    def plan(
+        self, state: GangState, pending: list[Job], running: dict[int, RunningInfo], now_s: float
+    ) -> list[DefragPlan]:
+        plans: list[DefragPlan] = []
+        free = int(state.free_gpus.sum())
+        tried = 0
+        cur = state
+        self._jobs = dict(state.jobs)
+        for job in pending:
+            if len(plans) >= self.cfg.max_plans_per_tick or tried >= self.cfg.max_jobs_per_tick:
+                break
+            if now_s - job.submit_s < self.cfg.min_wait_s or job.is_sharing or job.gpus > free:
+                continue
+            tried += 1
+            plan = self._plan_for(cur, job, running, now_s)
+            if plan is None:
+                continue
+            plans.append(plan)
+            cur = self._scratch
+            self._jobs[job.job_id] = job
+            free = int(cur.free_gpus.sum())
+            running = {j: i for j, i in running.items() if j not in {m.job_id for m in plan.moves}}
+        return plans

@@ -1,0 +1,322 @@
+"""The job-level, event-driven simulator of suite 2: gangs on a topology, with a placement
+policy and optionally a defragmenter.
+
+Rules:
+
+* Jobs arrive at ``submit_s`` and wait in a queue ordered by (priority descending, submit time,
+  id).  After every batch of simultaneous events the scheduler tries the queue in order and
+  starts every job its policy can place (greedy backfill, as Kueue's BestEffortFIFO and
+  Volcano's allocate action do); a gang starts whole or not at all.
+* A job whose shape (pod sizes, GPU share, constraint) the policy refused in this pass is not
+  asked again in the same pass (the state only loses room within a pass).  When the last
+  events were arrivals only, only the new jobs are tried: the others were refused on a state
+  with at least as much room.
+* A job runs ``duration_s`` of work.  Every ``defrag_tick_s`` the defragmenter (if any) gets
+  the state, the queue and each running job's checkpoint information; each plan it returns is
+  replayed on a scratch copy first (moved jobs unbound, re-bound at their new nodes, then the
+  blocked job bound; required constraints checked) and executed only if all of that succeeds,
+  else it is refused and counted.  A moved job loses the work since its last checkpoint and
+  holds its new nodes for ``restart_s`` before it resumes (:mod:`gpudefrag.gangs.running`).
+* Measures are integrated over ``[measure_start_s, measure_end_s)`` and the run stops at
+  ``measure_end_s``; jobs submitted in the window and not started by then are "pending at end".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
+from gpudefrag.gangs.metrics import Meter, snapshot
+from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter, RunningInfo
+from gpudefrag.gangs.policy import GangPolicy
+from gpudefrag.gangs.running import Running
+from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.jobs import Job
+from gpudefrag.model.topology import Topology
+
+__all__ = ["GangSimConfig", "GangSimResult", "JobRecord", "simulate"]
+
+_ARRIVE, _END = 0, 1
+
+
+@dataclass(frozen=True)
+class GangSimConfig:
+    measure_start_s: float
+    measure_end_s: float
+    checkpoint_interval_s: float = 1800.0
+    restart_s: float = 300.0
+    defrag_tick_s: float = 60.0
+    sample_s: float = 3600.0
+    check_every_event: bool = False
+
+
+@dataclass
+class JobRecord:
+    """One job submitted inside the measurement window."""
+
+    job: Job
+    start_s: float | None = None
+    end_s: float | None = None
+    nodes: tuple[int, ...] = ()
+    moves: int = 0
+
+
+@dataclass
+class GangSimResult:
+    records: list[JobRecord]
+    meter: Meter
+    total_gpus: int
+    migrations: int = 0
+    gang_moves: int = 0
+    plans: int = 0
+    plans_refused: int = 0
+    lost_gpu_s: float = 0.0
+    restart_gpu_s: float = 0.0
+    place_calls_s: list[float] = field(default_factory=list)
+    pass_s: list[float] = field(default_factory=list)
+    defrag_calls_s: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+    event_hash: str = ""
+
+    @property
+    def allocation(self) -> float:
+        """Time-averaged share of GPUs in use over the window."""
+        return self.meter.alloc_gpu_s / (self.meter.span_s * self.total_gpus)
+
+    @property
+    def waste_gpu_s(self) -> float:
+        return self.lost_gpu_s + self.restart_gpu_s
+
+    @property
+    def useful_allocation(self) -> float:
+        """Allocation less the GPU time moves wasted (lost work and restarts)."""
+        return (self.meter.alloc_gpu_s - self.waste_gpu_s) / (self.meter.span_s * self.total_gpus)
+
+
+class _Sim:
+    def __init__(
+        self,
+        topology: Topology,
+        jobs: list[Job],
+        policy: GangPolicy,
+        defrag: GangDefragmenter | None,
+        cfg: GangSimConfig,
+    ) -> None:
+        self.state = GangState(topology)
+        self.policy, self.defrag, self.cfg = policy, defrag, cfg
+        self.events: list[tuple[float, int, int, int, int]] = []
+        for seq, job in enumerate(jobs):
+            self.events.append((job.submit_s, _ARRIVE, seq, job.job_id, 0))
+        heapq.heapify(self.events)
+        self.seq = len(jobs)
+        self.jobs = {j.job_id: j for j in jobs}
+        self.queue: list[tuple[int, float, int]] = []
+        self.new_jobs: list[int] = []
+        self.full_pass = False
+        self.running: dict[int, Running] = {}
+        self.records = {
+            j.job_id: JobRecord(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
+        }
+        self.meter = Meter(cfg.measure_start_s, cfg.measure_end_s, cfg.sample_s)
+        self.result = GangSimResult([], self.meter, topology.total_gpus)
+        self.hash = hashlib.sha256()
+        self.now = 0.0
+
+    # ---- events ----------------------------------------------------------------------------
+    def _push_end(self, run: Running) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (run.end_s, _END, self.seq, run.job.job_id, run.token))
+
+    def _start(self, job: Job, nodes: list[int]) -> None:
+        self.state.bind(job, nodes)
+        check_job(self.state, job)
+        run = Running(job, self.now, self.now)
+        self.running[job.job_id] = run
+        self._push_end(run)
+        rec = self.records.get(job.job_id)
+        if rec is not None:
+            rec.start_s, rec.nodes = self.now, tuple(nodes)
+        self.hash.update(f"S{job.job_id}@{self.now:.3f}:{nodes}".encode())
+
+    def _end(self, job_id: int, token: int) -> None:
+        run = self.running.get(job_id)
+        if run is None or run.token != token:
+            return
+        del self.running[job_id]
+        self.state.unbind(job_id)
+        rec = self.records.get(job_id)
+        if rec is not None:
+            rec.end_s, rec.moves = self.now, run.moves
+        self.full_pass = True
+
+    # ---- scheduling ------------------------------------------------------------------------
+    def _key(self, job: Job) -> tuple[int, float, int]:
+        return (-job.priority, job.submit_s, job.job_id)
+
+    def _shape(self, job: Job) -> tuple[object, ...]:
+        return (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint)
+
+    def _pass(self) -> None:
+        t0 = time.perf_counter()
+        if self.full_pass:
+            order = [k[2] for k in self.queue]
+        else:
+            order = sorted(self.new_jobs, key=lambda j: self._key(self.jobs[j]))
+        self.full_pass, self.new_jobs = False, []
+        refused: set[tuple[object, ...]] = set()
+        started: set[int] = set()
+        free_total = int(self.state.free_gpus.sum())
+        for job_id in order:
+            job = self.jobs[job_id]
+            shape = self._shape(job)
+            if shape in refused or (not job.is_sharing and job.gpus > free_total):
+                continue
+            c0 = time.perf_counter()
+            nodes = self.policy.place(self.state, job)
+            self.result.place_calls_s.append(time.perf_counter() - c0)
+            if nodes is None:
+                refused.add(shape)
+                continue
+            self._start(job, nodes)
+            started.add(job_id)
+            free_total = int(self.state.free_gpus.sum())
+        if started:
+            self.queue = [k for k in self.queue if k[2] not in started]
+        self.result.pass_s.append(time.perf_counter() - t0)
+
+    # ---- defragmentation -------------------------------------------------------------------
+    def _running_info(self) -> dict[int, RunningInfo]:
+        iv = self.cfg.checkpoint_interval_s
+        return {
+            j: RunningInfo(j, r.first_start_s, iv, r.last_checkpoint_s(self.now, iv))
+            for j, r in self.running.items()
+        }
+
+    def _replay(self, plan: DefragPlan) -> GangState | None:
+        scratch = self.state.copy()
+        try:
+            moved = [self.jobs[m.job_id] for m in plan.moves]
+            for m in plan.moves:
+                if m.job_id not in self.running:
+                    return None
+                scratch.unbind(m.job_id)
+            for m, job in zip(plan.moves, moved):
+                scratch.bind(job, list(m.to_nodes))
+                check_job(scratch, job)
+            blocked = self.jobs[plan.job_id]
+            scratch.bind(blocked, list(plan.nodes))
+            check_job(scratch, blocked)
+        except (PlacementError, InvariantError, KeyError):
+            return None
+        return scratch
+
+    def _execute(self, plan: DefragPlan) -> None:
+        queued = {k[2] for k in self.queue}
+        if plan.job_id not in queued or self._replay(plan) is None:
+            self.result.plans_refused += 1
+            return
+        iv, rs = self.cfg.checkpoint_interval_s, self.cfg.restart_s
+        for m in plan.moves:
+            self.state.unbind(m.job_id)
+        for m in plan.moves:
+            run = self.running[m.job_id]
+            lost = run.move(self.now, iv, rs)
+            self.state.bind(run.job, list(m.to_nodes))
+            self._push_end(run)
+            self.result.migrations += 1
+            self.result.gang_moves += len(self.state.pods_of(run.job)) > 1
+            self._waste(run.job, lost)
+            self.hash.update(f"M{m.job_id}@{self.now:.3f}:{m.to_nodes}".encode())
+        self.queue = [k for k in self.queue if k[2] != plan.job_id]
+        self._start(self.jobs[plan.job_id], list(plan.nodes))
+        self.result.plans += 1
+        self.full_pass = True
+
+    def _waste(self, job: Job, lost_s: float) -> None:
+        """Count the waste of one move that falls inside the window (lost work now, restart
+        time from now)."""
+        cfg = self.cfg
+        if cfg.measure_start_s <= self.now < cfg.measure_end_s:
+            self.result.lost_gpu_s += job.gpu_share * lost_s
+            restart_in = min(self.now + cfg.restart_s, cfg.measure_end_s) - self.now
+            self.result.restart_gpu_s += job.gpu_share * restart_in
+
+    def _defrag(self) -> None:
+        if self.defrag is None or not self.queue:
+            return
+        pending = [self.jobs[k[2]] for k in self.queue]
+        c0 = time.perf_counter()
+        plans = self.defrag.plan(self.state, pending, self._running_info(), self.now)
+        self.result.defrag_calls_s.append(time.perf_counter() - c0)
+        for plan in plans:
+            self._execute(plan)
+
+    # ---- main loop -------------------------------------------------------------------------
+    def _gang_waiting(self) -> bool:
+        gpn = self.state.topology.max_gpus_per_node
+        return any(self.jobs[k[2]].gpus > gpn for k in self.queue)
+
+    def run(self) -> GangSimResult:
+        cfg = self.cfg
+        next_tick = cfg.measure_start_s if self.defrag is not None else float("inf")
+        snap, waiting = snapshot(self.state), False
+        while True:
+            t_event = self.events[0][0] if self.events else float("inf")
+            t = min(t_event, next_tick, cfg.measure_end_s)
+            self.meter.advance(self.now, t, snap, waiting)
+            self.now = t
+            if t >= cfg.measure_end_s:
+                break
+            if t == next_tick:
+                self._defrag()
+                next_tick += cfg.defrag_tick_s
+            while self.events and self.events[0][0] == t:
+                _, kind, _, job_id, token = heapq.heappop(self.events)
+                if kind == _ARRIVE:
+                    job = self.jobs[job_id]
+                    self.queue.append(self._key(job))
+                    self.new_jobs.append(job_id)
+                else:
+                    self._end(job_id, token)
+            self.queue.sort()
+            self._pass()
+            if cfg.check_every_event:
+                check_state(self.state)
+            snap, waiting = snapshot(self.state), self._gang_waiting()
+        check_state(self.state)
+        return self._finish()
+
+    def _finish(self) -> GangSimResult:
+        self.result.records = sorted(self.records.values(), key=lambda r: r.job.job_id)
+        for rec in self.result.records:
+            run = self.running.get(rec.job.job_id)
+            if run is not None:
+                rec.moves = run.moves
+        self.result.event_hash = self.hash.hexdigest()[:16]
+        return self.result
+
+
+def simulate(
+    topology: Topology,
+    jobs: Iterable[Job],
+    policy: GangPolicy,
+    cfg: GangSimConfig,
+    defrag: GangDefragmenter | None = None,
+) -> GangSimResult:
+    """Run one scenario; deterministic for deterministic policies."""
+    t0 = time.perf_counter()
+    job_list = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
+    if len({j.job_id for j in job_list}) != len(job_list):
+        raise ValueError("job ids must be unique")
+    too_big = [j for j in job_list if j.gpus > topology.total_gpus]
+    if too_big:
+        raise ValueError(
+            f"job {too_big[0].job_id} asks {too_big[0].gpus} GPUs, the cluster has {topology.total_gpus}"
+        )
+    result = _Sim(topology, job_list, policy, defrag, cfg).run()
+    result.wall_s = time.perf_counter() - t0
+    return result

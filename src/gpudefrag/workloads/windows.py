@@ -1,0 +1,462 @@
+"""Measurement windows of the job traces for suite 2, cluster sizing, load scaling, mixing.
+
+Times are seconds on the trace's own axis (ITP: from the start of collection; Philly: from the
+first submission), days are 86,400 s.
+
+* :func:`busiest_windows` ranks windows of ``window_s`` (default 7 days) whose start lies on a
+  1-day grid (multiples of 86,400 s) by the GPU-hours *submitted* in them (sum of
+  ``gpu_share * duration_s`` of the jobs with ``start <= submit_s < end``), and greedily keeps
+  the busiest ones that do not overlap an already kept one. A window must leave ``warmup_s``
+  after the first submission and end by the last one (both stretched by ``max_scale``, and
+  ``cooldown_s`` kept free before the last submission, when asked).
+* :func:`size_cluster` is the sizing rule: the node count at which the mean offered load over
+  the window is 1.0. Offered GPU-seconds are counted as if every job started at its submission:
+  each job's ``[submit, submit + duration)`` is clipped to the window and weighted by its
+  ``gpu_share``. Nodes = offered / (window length x GPUs per node), rounded half up, but at least
+  the largest job's node count (``ceil(gpus / gpus_per_node)`` over the jobs given) and at least 1.
+  The suite applies it to the jobs of a window's run at scale 1.0 (:func:`run_nodes`), i.e. to
+  what the simulator is offered, and keeps that node count for the runs at higher loads.
+* :func:`scaled_jobs` builds the input of a run at load ``scale`` (1.0, 1.25, 1.5): the jobs
+  submitted in ``[start - warmup_s * scale, start + length * scale)`` with submit time ``t`` moved
+  to ``start + (t - start) / scale`` (every inter-arrival gap divided by ``scale``; durations and
+  sizes unchanged), then shifted so that the run starts at 0 = ``start - warmup_s``. Metrics are
+  measured over ``[warmup_s, warmup_s + length)``.
+* :func:`mixed_workload` adds openb-like pods (sharing fractions of one GPU, or whole GPUs) as a
+  Poisson stream carrying a given share of the GPU-seconds.
+* :data:`WINDOWS` is the fixed window list of suite 2 (recomputed by :func:`suite_windows`), split
+  into :data:`TUNING` and :data:`REPORT`; ``docs/suite2-windows.md`` has the table
+  (``python -m gpudefrag.workloads.windows`` prints it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from gpudefrag.errors import ConfigError
+from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
+from gpudefrag.workloads.itp import ITP_CLUSTERS, load_itp
+from gpudefrag.workloads.openb import PodTable
+from gpudefrag.workloads.philly import PHILLY_DATASET, load_philly
+
+__all__ = [
+    "DAY_S",
+    "MIX_MEAN_DURATION_S",
+    "REPORT",
+    "SUITE_COOLDOWN_S",
+    "SUITE_GPUS_PER_NODE",
+    "SUITE_MAX_SCALE",
+    "SUITE_PLAN",
+    "SUITE_SCALES",
+    "SUITE_WARMUP_S",
+    "SUITE_WINDOW_S",
+    "TUNING",
+    "WINDOWS",
+    "ScaledJobs",
+    "SuiteRun",
+    "Window",
+    "WindowStats",
+    "busiest_windows",
+    "load_trace",
+    "mixed_workload",
+    "offered_gpu_seconds",
+    "run_nodes",
+    "scaled_jobs",
+    "size_cluster",
+    "suite_run",
+    "suite_windows",
+    "window",
+    "window_stats",
+    "window_table",
+]
+
+DAY_S = 86_400.0
+MIX_MEAN_DURATION_S = 1_800.0  # mean run time of the added openb-like pods (exponential)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A measurement window ``[start_s, end_s)`` of ``trace`` (a registered dataset name such as
+    ``itp_cluster04`` or ``philly``) with the GPU-hours submitted in it; ``name`` is the suite
+    name (``itp04-w1``) or empty."""
+
+    trace: str
+    start_s: float
+    end_s: float
+    gpu_hours: float
+    name: str = ""
+
+    @property
+    def length_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def start_day(self) -> float:
+        return self.start_s / DAY_S
+
+
+def _arrays(jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    submit = np.fromiter((j.submit_s for j in jobs), dtype=np.float64, count=len(jobs))
+    duration = np.fromiter((j.duration_s for j in jobs), dtype=np.float64, count=len(jobs))
+    share = np.fromiter((j.gpu_share for j in jobs), dtype=np.float64, count=len(jobs))
+    return submit, duration, share
+
+
+def busiest_windows(
+    jobs: Sequence[Job],
+    window_s: float = 7 * DAY_S,
+    warmup_s: float = 2 * DAY_S,
+    count: int = 1,
+    *,
+    trace: str = "",
+    max_scale: float = 1.0,
+    cooldown_s: float = 0.0,
+) -> list[Window]:
+    """The ``count`` busiest non-overlapping windows, busiest first (fewer if no more fit).
+
+    Candidate starts are the multiples of one day with ``start >= first_submit + warmup_s *
+    max_scale`` and ``start + window_s * max_scale + cooldown_s <= last_submit``; with the defaults
+    (``max_scale=1``, ``cooldown_s=0``) that is ``start >= first + warmup_s`` and
+    ``end <= last``. ``max_scale`` > 1 keeps room for :func:`scaled_jobs` up to that load.
+    A candidate's score is the GPU-hours submitted in ``[start, start + window_s)``; candidates
+    are taken in order of decreasing score (earlier start first on ties) and kept when they do
+    not overlap a kept window.
+    """
+    if not jobs:
+        raise ConfigError("busiest_windows: no jobs")
+    if window_s <= 0 or warmup_s < 0 or count < 1 or max_scale < 1.0 or cooldown_s < 0:
+        raise ConfigError("busiest_windows: need window_s > 0, warmup_s >= 0, count >= 1, max_scale >= 1")
+    submit, duration, share = _arrays(jobs)
+    order = np.argsort(submit, kind="stable")
+    submit = submit[order]
+    cum = np.concatenate(([0.0], np.cumsum((share * duration)[order])))
+    first, last = float(submit[0]), float(submit[-1])
+    k0 = math.ceil((first + warmup_s * max_scale) / DAY_S)
+    k1 = math.floor((last - window_s * max_scale - cooldown_s) / DAY_S)
+    if k1 < k0:
+        return []
+    starts = np.arange(k0, k1 + 1, dtype=np.float64) * DAY_S
+    lo = np.searchsorted(submit, starts, side="left")
+    hi = np.searchsorted(submit, starts + window_s, side="left")
+    hours = (cum[hi] - cum[lo]) / 3600.0
+    picked: list[Window] = []
+    for i in sorted(range(len(starts)), key=lambda i: (-hours[i], starts[i])):
+        s = float(starts[i])
+        if all(s + window_s <= w.start_s or w.end_s <= s for w in picked):
+            picked.append(Window(trace, s, s + window_s, float(hours[i])))
+            if len(picked) == count:
+                break
+    return picked
+
+
+def offered_gpu_seconds(jobs: Sequence[Job], window: Window) -> float:
+    """GPU-seconds the jobs would run inside the window if each started at its submission:
+    sum of ``gpu_share * |[submit, submit + duration) ∩ [start, end)|``."""
+    if not jobs:
+        return 0.0
+    submit, duration, share = _arrays(jobs)
+    overlap = np.minimum(submit + duration, window.end_s) - np.maximum(submit, window.start_s)
+    return float(np.sum(share * np.clip(overlap, 0.0, None)))
+
+
+def size_cluster(jobs: Sequence[Job], window: Window, gpus_per_node: int) -> int:
+    """Nodes for a mean offered load of 1.0 over the window (the rule in the module docstring):
+    ``round_half_up(offered_gpu_seconds / (length * gpus_per_node))``, at least the largest job
+    of ``jobs`` in nodes and at least 1. Pass the jobs you will simulate."""
+    if gpus_per_node < 1 or window.length_s <= 0:
+        raise ConfigError("size_cluster: need gpus_per_node >= 1 and a window of positive length")
+    nodes = math.floor(offered_gpu_seconds(jobs, window) / (window.length_s * gpus_per_node) + 0.5)
+    largest = max((math.ceil(j.gpus / gpus_per_node) for j in jobs), default=1)
+    return max(nodes, largest, 1)
+
+
+class ScaledJobs(NamedTuple):
+    """Jobs of one run (times from the run's start) and its measurement interval."""
+
+    jobs: list[Job]
+    measure: tuple[float, float]
+
+
+def scaled_jobs(jobs: Sequence[Job], window: Window, scale: float, warmup_s: float = 2 * DAY_S) -> ScaledJobs:
+    """The jobs of a run of ``window`` at load ``scale`` (see the module docstring).
+
+    Keeps each job's ``job_id``, size, duration and name; only ``submit_s`` changes, to
+    ``warmup_s + (t - start) / scale``. Returns the jobs sorted by the new submit time (the order
+    of the original submissions) and ``measure = (warmup_s, warmup_s + window length)``.
+    """
+    if not scale > 0 or warmup_s < 0:
+        raise ConfigError(f"scaled_jobs: need scale > 0 and warmup_s >= 0 (got {scale}, {warmup_s})")
+    start, length = window.start_s, window.length_s
+    lo, hi = start - warmup_s * scale, start + length * scale
+    out = [
+        Job(
+            j.job_id,
+            warmup_s + (j.submit_s - start) / scale,
+            j.duration_s,
+            j.gpus,
+            j.gpu_milli,
+            j.priority,
+            j.constraint,
+            j.name,
+        )
+        for j in sorted(jobs, key=lambda j: j.submit_s)
+        if lo <= j.submit_s < hi
+    ]
+    return ScaledJobs(out, (warmup_s, warmup_s + length))
+
+
+def mixed_workload(
+    itp_jobs: Sequence[Job],
+    openb_pods: PodTable,
+    window: Window,
+    share: float = 0.2,
+    *,
+    seed: int,
+    mean_duration_s: float = MIX_MEAN_DURATION_S,
+) -> list[Job]:
+    """``itp_jobs`` plus openb-like pods carrying about ``share`` of the window's GPU-seconds.
+
+    The pods are drawn (uniformly, with replacement) from the rows of ``openb_pods`` with
+    ``num_gpu >= 1``, each keeping its ``num_gpu`` and ``gpu_milli`` (so most ask for a share of
+    one GPU; a multi-GPU pod takes whole GPUs). They arrive as a Poisson process over
+    ``[start, end)`` (a Poisson count, then uniform times) and run for an exponential time of mean
+    ``mean_duration_s`` (at least 1 s). The rate is set so that the pods' expected GPU-seconds
+    inside the window (clipped at its end, as in :func:`offered_gpu_seconds`) are
+    ``share / (1 - share)`` of the jobs' offered GPU-seconds in the window, i.e. ``share`` of
+    the total. Random numbers come from
+    ``np.random.default_rng(seed)`` only, so the result is a function of the arguments.
+
+    The pods get ``job_id`` s after the largest one of ``itp_jobs`` and names
+    ``openb:<pod name>``; the result is sorted by submit time (jobs before pods on ties).
+    To mix into a scaled run, pass the scaled jobs and a window covering the whole run,
+    e.g. ``Window(trace, 0, measure_end, 0)``.
+    """
+    if not 0 <= share < 1 or mean_duration_s <= 0:
+        raise ConfigError(f"mixed_workload: need 0 <= share < 1 and mean_duration_s > 0 (got {share})")
+    usable = np.flatnonzero(openb_pods.num_gpu >= 1)
+    if usable.size == 0:
+        raise ConfigError("mixed_workload: the pod list has no pod with num_gpu >= 1")
+    num_gpu = openb_pods.num_gpu[usable]
+    milli = np.where(
+        num_gpu == 1, np.clip(openb_pods.gpu_milli[usable], 1, GPU_MILLI_PER_GPU), GPU_MILLI_PER_GPU
+    )
+    mean_gpus = float(np.mean(num_gpu * milli)) / GPU_MILLI_PER_GPU
+    target = share / (1.0 - share) * offered_gpu_seconds(itp_jobs, window)
+    # A pod arriving at a uniform time in the window runs inside it for E[min(D, end - t)]
+    # = mean * (1 - (mean / L) * (1 - exp(-L / mean))) on average (D exponential).
+    length = window.length_s
+    inside = mean_duration_s * (1.0 - mean_duration_s / length * (1.0 - math.exp(-length / mean_duration_s)))
+    rate = target / (length * mean_gpus * inside)  # arrivals per second
+    rng = np.random.default_rng(seed)
+    count = int(rng.poisson(rate * length))
+    arrivals = np.sort(rng.uniform(window.start_s, window.end_s, size=count))
+    picks = rng.integers(0, usable.size, size=count)
+    durations = np.maximum(rng.exponential(mean_duration_s, size=count), 1.0)
+    next_id = max((j.job_id for j in itp_jobs), default=-1) + 1
+    pods = [
+        Job(
+            next_id + i,
+            float(arrivals[i]),
+            float(durations[i]),
+            int(num_gpu[k]),
+            int(milli[k]),
+            name=f"openb:{openb_pods.names[int(usable[k])]}",
+        )
+        for i, k in enumerate(picks)
+    ]
+    return sorted([*itp_jobs, *pods], key=lambda j: j.submit_s)
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite-2 windows
+
+
+def load_trace(trace: str) -> list[Job]:
+    """The jobs of a registered trace: an ITP cluster (``itp_cluster04``) or ``philly``."""
+    if trace == PHILLY_DATASET:
+        return load_philly(trace)
+    if trace in ITP_CLUSTERS:
+        return load_itp(trace)
+    raise ConfigError(f"unknown job trace {trace!r}; known: {', '.join((*ITP_CLUSTERS, PHILLY_DATASET))}")
+
+
+#: Window length, warm-up and the loads every suite window must support (see :func:`suite_windows`).
+SUITE_WINDOW_S = 7 * DAY_S
+SUITE_WARMUP_S = 2 * DAY_S
+SUITE_MAX_SCALE = 1.5
+SUITE_COOLDOWN_S = 2 * DAY_S
+SUITE_GPUS_PER_NODE = 8
+SUITE_SCALES = (1.0, 1.25, 1.5)
+
+#: (name prefix, trace, number of windows): the busiest non-overlapping windows of each trace,
+#: named ``<prefix>-w1`` (busiest), ``-w2``, … ITP cluster04 has the most multi-node gangs,
+#: Philly is the second trace, clusters 01/02/03/06 are the other ITP clusters with gangs.
+SUITE_PLAN: tuple[tuple[str, str, int], ...] = (
+    ("itp04", "itp_cluster04", 3),
+    ("philly", "philly", 3),
+    ("itp01", "itp_cluster01", 1),
+    ("itp02", "itp_cluster02", 1),
+    ("itp03", "itp_cluster03", 1),
+    ("itp06", "itp_cluster06", 1),
+)
+
+
+def suite_windows(loader: Callable[[str], list[Job]] = load_trace) -> tuple[Window, ...]:
+    """The suite-2 windows, computed from the data: for each entry of :data:`SUITE_PLAN`,
+    :func:`busiest_windows` of 7 days after a 2-day warm-up, with room for loads up to 1.5
+    (``max_scale``) and 2 days kept free before the trace's last submission (``cooldown_s``: the
+    traces lack the jobs that ended after collection stopped, so their last days are thin)."""
+    out: list[Window] = []
+    for prefix, trace, count in SUITE_PLAN:
+        found = busiest_windows(
+            loader(trace),
+            SUITE_WINDOW_S,
+            SUITE_WARMUP_S,
+            count,
+            trace=trace,
+            max_scale=SUITE_MAX_SCALE,
+            cooldown_s=SUITE_COOLDOWN_S,
+        )
+        if len(found) < count:
+            raise ConfigError(f"suite_windows: {trace} has {len(found)} windows, the plan wants {count}")
+        out += [
+            Window(w.trace, w.start_s, w.end_s, w.gpu_hours, f"{prefix}-w{i}") for i, w in enumerate(found, 1)
+        ]
+    return tuple(out)
+
+
+#: The suite-2 windows as computed by :func:`suite_windows` (a test checks that they still agree).
+#: Fields: trace, start_s, end_s, GPU-hours submitted, name.
+WINDOWS: tuple[Window, ...] = (
+    Window("itp_cluster04", 1555200.0, 2160000.0, 110564.86305555556, "itp04-w1"),
+    Window("itp_cluster04", 2505600.0, 3110400.0, 110384.7, "itp04-w2"),
+    Window("itp_cluster04", 345600.0, 950400.0, 103127.23333333334, "itp04-w3"),
+    Window("philly", 4147200.0, 4752000.0, 133518.62416666668, "philly-w1"),
+    Window("philly", 1555200.0, 2160000.0, 120796.90472222223, "philly-w2"),
+    Window("philly", 2332800.0, 2937600.0, 102357.87, "philly-w3"),
+    Window("itp_cluster01", 2246400.0, 2851200.0, 8147.4275, "itp01-w1"),
+    Window("itp_cluster02", 2160000.0, 2764800.0, 27117.378333333334, "itp02-w1"),
+    Window("itp_cluster03", 3801600.0, 4406400.0, 40687.991944444446, "itp03-w1"),
+    Window("itp_cluster06", 2160000.0, 2764800.0, 32944.44055555556, "itp06-w1"),
+)
+
+#: Fixed split (do not move windows between the sets once results exist): TUNING windows may be
+#: used to choose parameters, REPORT windows only to report results. Tuning gets the
+#: second-busiest window of ITP cluster04 and of Philly plus the two small clusters 01 and 06;
+#: the report keeps the busiest and third-busiest windows of both main traces plus clusters 02
+#: and 03.
+TUNING: tuple[str, ...] = ("itp04-w2", "philly-w2", "itp01-w1", "itp06-w1")
+REPORT: tuple[str, ...] = ("itp04-w1", "itp04-w3", "philly-w1", "philly-w3", "itp02-w1", "itp03-w1")
+
+
+def window(name: str) -> Window:
+    """A suite window by name (``itp04-w1``); :class:`ConfigError` listing the names if unknown."""
+    for w in WINDOWS:
+        if w.name == name:
+            return w
+    raise ConfigError(f"unknown window {name!r}; known: {', '.join(w.name for w in WINDOWS)}")
+
+
+def run_nodes(
+    jobs: Sequence[Job],
+    w: Window,
+    gpus_per_node: int = SUITE_GPUS_PER_NODE,
+    warmup_s: float = SUITE_WARMUP_S,
+) -> int:
+    """The suite's cluster size for a window: :func:`size_cluster` of the jobs of its run at load
+    1.0 (``scaled_jobs(jobs, w, 1.0, warmup_s)``) over that run's measurement interval.
+
+    This is the load the simulation sees: jobs submitted before the run starts (``start -
+    warmup_s``) are not simulated, so sizing from the whole trace (``size_cluster(jobs, w, …)``)
+    would count long jobs that the run never offers.
+    """
+    run = scaled_jobs(jobs, w, 1.0, warmup_s)
+    return size_cluster(run.jobs, Window(w.trace, *run.measure, 0.0), gpus_per_node)
+
+
+class SuiteRun(NamedTuple):
+    """The input of one suite run: jobs (times from the run's start), measurement interval and
+    the cluster's node count (fixed per window, sized at load 1.0)."""
+
+    jobs: list[Job]
+    measure: tuple[float, float]
+    nodes: int
+
+
+def suite_run(
+    name: str,
+    scale: float,
+    gpus_per_node: int = SUITE_GPUS_PER_NODE,
+    loader: Callable[[str], list[Job]] = load_trace,
+) -> SuiteRun:
+    """Jobs, measurement interval and node count of suite window ``name`` at load ``scale``."""
+    w = window(name)
+    jobs = loader(w.trace)
+    run = scaled_jobs(jobs, w, scale, SUITE_WARMUP_S)
+    return SuiteRun(run.jobs, run.measure, run_nodes(jobs, w, gpus_per_node))
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """One row of the window table."""
+
+    window: Window
+    nodes: int  # at load 1.0: run_nodes
+    trace_nodes: int  # size_cluster over all the trace's jobs (also those submitted before the run)
+    loads: tuple[float, ...]  # mean offered load of the runs at SUITE_SCALES on ``nodes`` nodes
+    jobs: int  # submitted in the window
+    multi_node_jobs: int  # of those, more GPUs than one node has
+
+
+def window_stats(w: Window, jobs: Sequence[Job], gpus_per_node: int = SUITE_GPUS_PER_NODE) -> WindowStats:
+    """Sizes, offered loads and job counts of a window (``jobs``: the whole trace)."""
+    nodes = run_nodes(jobs, w, gpus_per_node)
+    loads = []
+    for scale in SUITE_SCALES:
+        run = scaled_jobs(jobs, w, scale, SUITE_WARMUP_S)
+        offered = offered_gpu_seconds(run.jobs, Window(w.trace, *run.measure, 0.0))
+        loads.append(offered / (w.length_s * nodes * gpus_per_node))
+    inside = [j for j in jobs if w.start_s <= j.submit_s < w.end_s]
+    return WindowStats(
+        w,
+        nodes,
+        size_cluster(jobs, w, gpus_per_node),
+        tuple(loads),
+        len(inside),
+        sum(1 for j in inside if j.gpus > gpus_per_node),
+    )
+
+
+def window_table(
+    windows: Sequence[Window] | None = None,
+    gpus_per_node: int = SUITE_GPUS_PER_NODE,
+    loader: Callable[[str], list[Job]] = load_trace,
+) -> str:
+    """A Markdown table of the windows (default :data:`WINDOWS`) with their split."""
+    scales = " / ".join(str(s) for s in SUITE_SCALES)
+    rows = [
+        f"| window | split | trace | start day | GPU-hours | nodes at load 1.0 | offered load at scale {scales} "
+        "| nodes from the whole trace | jobs | multi-node jobs |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    cache: dict[str, list[Job]] = {}
+    for w in WINDOWS if windows is None else windows:
+        jobs = cache.get(w.trace)
+        if jobs is None:
+            jobs = cache[w.trace] = loader(w.trace)
+        st = window_stats(w, jobs, gpus_per_node)
+        split = "tuning" if w.name in TUNING else "report" if w.name in REPORT else ""
+        loads = " / ".join(f"{x:.2f}" for x in st.loads)
+        rows.append(
+            f"| {w.name} | {split} | {w.trace} | {w.start_day:g} | {w.gpu_hours:,.0f} | {st.nodes} | {loads} "
+            f"| {st.trace_nodes} | {st.jobs:,} | {st.multi_node_jobs} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(window_table())

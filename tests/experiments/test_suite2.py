@@ -1,0 +1,96 @@
+"""Suite 2 end to end on the smallest window, its figures and its command line."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from gpudefrag.cli import main
+from gpudefrag.experiments.config2 import Suite2Config
+from gpudefrag.experiments.report2 import bars, best_placement_baseline
+from gpudefrag.experiments.suite2 import run_one
+from gpudefrag.experiments.summary2 import summarise
+from gpudefrag.gangs.objective import Workload
+from gpudefrag.gangs.ours import GangAware
+from gpudefrag.gangs.simulator import GangSimConfig, simulate
+from gpudefrag.model.jobs import Job
+from gpudefrag.model.topology import uniform
+
+
+def test_summary_counts_spread_and_one_leaf_gangs() -> None:
+    # leaves of 2 nodes; the gang of 3 nodes cannot fit one leaf: 2 leaves used, 2 needed at
+    # least -> excess 0, not in one leaf.  The 2-node gang fits one leaf.
+    topo = uniform(6, 8, [("leaf", 2), ("spine", 0)])
+    jobs = [Job(1, 0, 100, 24), Job(2, 0, 100, 16)]
+    res = simulate(topo, jobs, GangAware(Workload.from_jobs(jobs)), GangSimConfig(0, 50))
+    m = summarise(res, topo)
+    assert m["gangs_started"] == 2
+    assert m["gang_one_leaf_pct"] == 50.0 and m["excess_spread_leaf"] == 0.0
+    assert m["alloc_pct"] == pytest.approx(100 * 40 / 48)
+    assert m["pending_at_end"] == 0
+
+
+def test_one_window_run_is_deterministic_and_replays_the_trace() -> None:
+    cfg = Suite2Config(windows=("itp01-w1",), set_name="test", loads=(1.0,))
+    a = run_one(cfg, "itp01-w1", 1.0, "ours")
+    b = run_one(cfg, "itp01-w1", 1.0, "ours")
+    assert a.event_hash == b.event_hash and a.metrics["alloc_pct"] == b.metrics["alloc_pct"]
+    assert a.nodes == 8 and a.metrics["jobs"] > 400
+    assert 0 < a.metrics["alloc_pct"] <= 100
+
+
+def test_suite_2_command_writes_report_csv_and_charts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(
+        [
+            "suite", "2", "--windows", "itp01-w1,itp06-w1", "--loads", "1.0,1.5",
+            "--variants", "volcano,kai+consolidate,ours,ours+defrag", "--jobs", "1",
+            "--out", str(tmp_path), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    folder = tmp_path / "suite2-other"
+    report = (folder / "report.md").read_text()
+    assert "## Bars" in report and "## Load 1.5x" in report
+    rows = list(csv.DictReader((folder / "runs.csv").open()))
+    assert len(rows) == 2 * 2 * 4
+    assert {r["variant"] for r in rows} == {"volcano", "kai+consolidate", "ours", "ours+defrag"}
+    assert (folder / "charts" / "alloc_pct.png").stat().st_size > 1000
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--windows", "nope-w9"], "unknown window 'nope-w9'"),
+        (["--variants", "ours,magic"], "unknown variant 'magic'"),
+        (["--constraint", "sometimes:leaf"], "topology constraint"),
+    ],
+)
+def test_suite_2_bad_options_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["suite", "2", *argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_bars_pick_the_best_baseline_and_judge_it() -> None:
+    from gpudefrag.experiments.suite2 import Run2
+
+    cfg = Suite2Config(
+        windows=("a", "b", "c"), set_name="t", loads=(1.5,), variants=("volcano", "kai", "ours")
+    )
+
+    def run(w: str, v: str, alloc: float) -> Run2:
+        return Run2(w, 1.5, v, 10, "", {"alloc_pct": alloc, "useful_pct": alloc, "pass_p99_ms": 1.0})
+
+    runs = [run(w, "volcano", 90 + i) for i, w in enumerate("abc")]
+    runs += [run(w, "kai", 91 + i) for i, w in enumerate("abc")]
+    runs += [run(w, "ours", 91.6 + i + 0.01 * i) for i, w in enumerate("abc")]
+    assert best_placement_baseline(runs, cfg, 1.5) == "kai"
+    first = bars(runs, cfg, 60.0)[0]
+    assert "kai" in first.text and first.met is True  # +0.61 pp, CI above 0
+    runs[-1] = run("c", "ours", 92.0)  # one window now loses to kai
+    assert bars(runs, cfg, 60.0)[0].met is False

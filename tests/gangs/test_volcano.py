@@ -1,0 +1,199 @@
+"""VolcanoBinpack: hand-computed placements from Volcano's docs and code, gang all-or-nothing,
+required constraints, and place() leaving the state untouched."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from gpudefrag.gangs.policy import domain_can_host
+from gpudefrag.gangs.topo_search import all_in_one_domain
+from gpudefrag.gangs.volcano import VolcanoBinpack
+from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.jobs import Constraint, Job
+from gpudefrag.model.topology import Topology, from_node_labels, nvl72, superpod, uniform
+
+
+def _busy(topo: Topology, used: dict[int, int]) -> GangState:
+    """A state whose node n has ``used[n]`` GPUs taken by filler jobs."""
+    s = GangState(topo)
+    for i, (node, g) in enumerate(sorted(used.items())):
+        s.bind(Job(10_000 + i, 0.0, 1.0, g), [node])
+    return s
+
+
+def _job(gpus: int, c: str | None = None, jid: int = 1) -> Job:
+    con = None if c is None else Constraint(*c.split(":"))
+    return Job(jid, 0.0, 1.0, gpus, constraint=con)
+
+
+def _binary8() -> Topology:
+    """Eight nodes under a binary tree of HyperNodes: tier 1 {0,1} {2,3} {4,5} {6,7}, tier 2
+    {0-3} {4-7}, tier 3 all (the 7-HyperNode figure of Volcano's user guide)."""
+    return uniform(8, 8, [("t1", 2), ("t2", 2), ("t3", 2)])
+
+
+def test_normal_pods_follow_hypernode_binpack_of_the_user_guide():
+    """docs/user-guide/how_to_use_network_topology_aware_scheduling.md ("hypernode-binpack-
+    normal-pods"): 8 nodes, 7 HyperNodes; node0, node2 and node4 are busy; a job of two pods
+    without a network topology goes to node1 and node3.
+
+    By hand (batchNodeOrderFnForNormalPods, fading 0.8, tiers 1..4 with the cluster top,
+    weights 1, .8, .64, .512; binpack is equal on every wholly free node):
+    pod 1 -- node1: tier1 {0,1} (8+8)/16 = 1, tier2 {0-3} (16+8)/32 = .75, tier3 (24+8)/64;
+    node3: the same; node5: tier2 {4-7} (8+8)/32 = .5; node6/7: tier1 8/16.  Tie node1/node3:
+    the lowest index, node1.  Pod 2 -- node3: tier1 1, tier2 (24+8)/32 = 1 now: node3."""
+    s = _busy(_binary8(), {0: 8, 2: 8, 4: 8})
+    assert VolcanoBinpack().place(s, _job(16)) == [1, 3]
+
+
+def test_hard_mode_picks_the_fullest_hypernode_of_the_user_guide():
+    """User guide "hypernode-binpack": two tier-1 HyperNodes, HyperNode0 partly used; a job
+    with highestTierAllowed=1 goes to HyperNode0, keeping HyperNode1 whole.
+
+    Two leaves of 4 nodes; node0 busy.  HyperNodeOrderFn: leaf0 (8 + 16) / 32 = .75, leaf1
+    16 / 32 = .5 -> leaf0.  Pod 1: binpack ties on nodes 1-3 (all wholly free) -> node1;
+    the job's HyperNode is now leaf0.  Pod 2: nodes 2 and 3 score tierScore 1 + 1/2 (one of
+    the two pods already there) -> node2."""
+    topo = uniform(8, 8, [("leaf", 4), ("spine", 0)])
+    s = _busy(topo, {0: 8})
+    assert VolcanoBinpack().place(s, _job(16, "required:leaf")) == [1, 2]
+    # without the HyperNode binpack score the lowest-index candidate HyperNode (leaf0) still
+    # wins here; on a state where leaf1 is fuller the score decides
+    s2 = _busy(topo, {0: 4, 4: 8, 5: 8})
+    assert VolcanoBinpack().place(s2, _job(16, "required:leaf")) == [6, 7]
+    assert VolcanoBinpack(hypernode_binpack=False).place(s2, _job(16, "required:leaf")) == [1, 2]
+
+
+def test_hard_mode_searches_the_lowest_tier_first():
+    """hyperNodeGradientFn returns the eligible HyperNodes by tier, lowest first, and
+    allocateForJob stops at the first tier with a solution: ``required:t3`` (the whole tree,
+    tier 3) still puts a 2-pod job inside one tier-1 HyperNode.  Busy: nodes 0, 2, 4; the only
+    tier-1 HyperNode with two free nodes is {6,7}."""
+    s = _busy(_binary8(), {0: 8, 2: 8, 4: 8})
+    assert VolcanoBinpack().place(s, _job(16, "required:t3")) == [6, 7]
+    assert VolcanoBinpack().place(s, _job(16, "required:t1")) == [6, 7]
+    # three pods: no tier-1 HyperNode fits; tier 2: {0-3} has free 1, 3 (no), {4-7} 5, 6, 7
+    assert VolcanoBinpack().place(s, _job(24, "required:t2")) == [5, 6, 7]
+    assert VolcanoBinpack().place(s, _job(24, "required:t1")) is None
+
+
+def test_soft_mode_spreads_by_lca_tier_and_task_count():
+    """Soft mode (``preferred``) runs as hard mode up to the cluster top.  Three leaves of 4
+    nodes under a spine; busy: node3, node10, node11 (free: leaf0 {0,1,2}, leaf1 {4-7}, leaf2
+    {8,9}).  A 5-pod job fits no leaf, so the spine (tier 2) is the HyperNode.  Pods:
+    1 -> node0 (binpack ties, lowest index; allocated HyperNode := leaf0);
+    2, 3 -> node1, node2 (same leaf: tierScore 1, plus 1/5 and 2/5 for the pods already there);
+    4 -> leaf0 is full; every other node has LCA = spine, tierScore (3-2)/(3-1) = .5, no pod
+    of the job in its leaf yet -> lowest index, node4 (allocated := spine);
+    5 -> nodes 5-7 get .5 + 1/5 (node4 is in leaf1) -> node5."""
+    topo = uniform(12, 8, [("leaf", 4), ("spine", 0)])
+    s = _busy(topo, {3: 8, 10: 8, 11: 8})
+    assert VolcanoBinpack().place(s, _job(40, "preferred:leaf")) == [0, 1, 2, 4, 5]
+
+
+def test_remainder_pod_binpacks_onto_the_fullest_node_with_room():
+    """Leaf0 = nodes 0-2 wholly free and node3 with 2 GPUs free; leaf1 wholly free; leaf2 busy.
+    HyperNode scores for [8, 8, 2]: leaf0 (6 + 18) / 32 > leaf1 18 / 32 -> leaf0.  Full pods:
+    node0, node1 (binpack ties; same leaf).  The 2-GPU pod: node2 scores 100 * (0 + 2) / 8 = 25,
+    node3 100 * (6 + 2) / 8 = 100, equal LCA scores -> node3.  A 4-GPU remainder does not fit
+    node3 -> node2."""
+    topo = uniform(12, 8, [("leaf", 4), ("spine", 0)])
+    s = _busy(topo, {3: 6, 8: 8, 9: 8, 10: 8, 11: 8})
+    assert VolcanoBinpack().place(s, _job(18, "required:leaf")) == [0, 1, 3]
+    assert VolcanoBinpack().place(s, _job(20, "required:leaf")) == [0, 1, 2]
+    assert VolcanoBinpack().place(s, _job(2)) == [3]
+
+
+def test_gang_is_all_or_nothing():
+    topo = uniform(8, 8, [("leaf", 4), ("spine", 0)])
+    s = _busy(topo, {0: 8, 1: 8, 4: 8, 5: 8, 6: 1})
+    pol = VolcanoBinpack()
+    # wholly free: nodes 2, 3 (leaf0) and 7 (leaf1); node6 has 7 GPUs free.  A 4-node job
+    # does not start (no pod binds before all have a place)
+    assert pol.place(s, _job(32)) is None
+    assert pol.place(s, _job(24)) is not None
+    # required:leaf, 3 full pods: leaf0 has 2 free nodes, leaf1 one -> waits
+    assert pol.place(s, _job(24, "required:leaf")) is None
+    # [8, 8, 7]: leaf0 has the two whole nodes but no other node with 7 free; leaf1 has node6
+    # with 7 free but one whole node only
+    assert pol.place(s, _job(23, "required:leaf")) is None
+    assert pol.place(s, _job(16, "required:leaf")) == [2, 3]
+
+
+def _random_state(topo: Topology, rng: random.Random) -> GangState:
+    s = GangState(topo)
+    g = topo.max_gpus_per_node
+    for i in range(topo.num_nodes):
+        r = rng.random()
+        if r < 0.35:
+            s.bind(Job(50_000 + i, 0.0, 1.0, g), [i])
+        elif r < 0.6:
+            s.bind(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
+        elif r < 0.65:
+            s.bind(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
+    return s
+
+
+def _random_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
+    g = topo.max_gpus_per_node
+    levels = ["node", *topo.levels]
+    out = []
+    for j in range(k):
+        gpus = rng.choice((1, 2, g // 2, g, g + g // 2, 2 * g, 3 * g, 4 * g + 1, 6 * g))
+        c = rng.choice((None, "required", "preferred"))
+        con = None if c is None else Constraint(c, rng.choice(levels))
+        milli = rng.choice((1000, 1000, 1000, 300)) if gpus == 1 else 1000
+        out.append(Job(j, 0.0, 1.0, gpus, gpu_milli=milli, constraint=con))
+    return out
+
+
+@pytest.mark.parametrize("make", [lambda: superpod(40, leaf_nodes=8), lambda: nvl72(40), _binary8])
+def test_properties_on_random_states(make):
+    """On random states: place() never mutates the state; an answer binds whole (one node
+    per pod, every pod fits, the gang together); required constraints hold; a job without a
+    constraint or with a preferred one is placed exactly when the cluster can host it."""
+    topo = make()
+    rng = random.Random(11)
+    pol = VolcanoBinpack()
+    every = np.arange(topo.num_nodes, dtype=np.int64)
+    for _ in range(20):
+        s = _random_state(topo, rng)
+        before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
+        for job in _random_jobs(topo, rng, 12):
+            nodes = pol.place(s, job)
+            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
+            assert s.version == before[2] and s.placements == before[3]
+            c = job.constraint
+            if c is None or c.mode == "preferred":
+                assert (nodes is not None) == domain_can_host(s, job, every)
+            if nodes is None:
+                continue
+            assert len(nodes) == len(s.pods_of(job))
+            s.copy().bind(job, nodes)  # raises unless every pod fits where it is put
+            if c is not None and c.mode == "required":
+                assert all_in_one_domain(topo, topo.level_index(c.level), nodes)
+
+
+def _scattered() -> Topology:
+    """12 nodes whose leaves are not index ranges (leaf = node % 4, pod = node % 2)."""
+    labels = [{"leaf": f"l{n % 4}", "pod": f"p{n % 2}"} for n in range(12)]
+    return from_node_labels([f"n{n}" for n in range(12)], [8] * 12, ["leaf", "pod"], labels)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: superpod(40, leaf_nodes=8), lambda: nvl72(40), _binary8, _scattered]
+)
+@pytest.mark.parametrize("kwargs", [{}, {"normal_pod_fading": 0.0}, {"nta_weight": 0}])
+def test_full_pod_shortcut_equals_the_per_pod_loop(make, kwargs):
+    """The tier-1 HyperNode fill shortcut gives the same nodes as scoring every pod."""
+    topo = make()
+    rng = random.Random(21)
+    fast, slow = VolcanoBinpack(**kwargs), VolcanoBinpack(**kwargs)
+    slow._fill_shortcut = False
+    for _ in range(15):
+        s = _random_state(topo, rng)
+        for job in _random_jobs(topo, rng, 12):
+            assert fast.place(s, job) == slow.place(s, job)
