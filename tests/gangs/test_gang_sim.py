@@ -9,6 +9,7 @@ from gpudefrag.gangs.defrag import CheckpointDefrag, DefragConfig
 from gpudefrag.gangs.invariants import InvariantError, check_state
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
+from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
 from gpudefrag.gangs.running import Running
 from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.gang_state import GangState
@@ -152,3 +153,37 @@ def test_runs_are_deterministic() -> None:
     b = simulate(topo, jobs, pol, cfg, defrag=CheckpointDefrag(pol))
     assert a.event_hash == b.event_hash and a.allocation == b.allocation
     assert 0 < a.allocation <= 1
+
+
+def test_reserving_policy_hides_reserved_nodes_from_others_only() -> None:
+    st = GangState(superpod(3))
+    st.bind(Job(9, 0, 10, 4), [0])
+    res = Reservations()
+    res.reserve(owner=5, nodes=np.array([1, 2]), now_s=0.0)
+    pol = ReservingPolicy(GangAware(Workload((1, 8), (0.5, 0.5))), res)
+    before = (st.free_milli.copy(), st.free_gpus.copy())
+    assert pol.place(st, Job(6, 0, 10, 8)) is None  # only node 0 is visible, 4 GPUs free
+    assert pol.place(st, Job(7, 0, 10, 4)) == [0]
+    assert sorted(pol.place(st, Job(5, 0, 10, 16)) or []) == [1, 2]  # the owner sees them
+    assert np.array_equal(st.free_milli, before[0]) and np.array_equal(st.free_gpus, before[1])
+    res.release(5, "fulfilled")
+    assert pol.place(st, Job(6, 0, 10, 8)) in ([1], [2]) and res.fulfilled == 1
+
+
+def test_drain_reservation_lets_a_starving_gang_start() -> None:
+    # 2 nodes.  A stream of 4-GPU jobs keeps the nodes partly busy, so the 16-GPU gang finds
+    # two whole nodes only when the stream ends.  With drain reservations (after 600 s of waiting) both nodes are
+    # reserved, the 4-GPU jobs there end and nothing new lands: the gang starts.
+    jobs = [Job(1000, 100, 1000, 16)]
+    jobs += [Job(i, float(200 * i), 700.0, 4) for i in range(40)]
+    topo = superpod(2)
+    cfg = GangSimConfig(0, 9000, defrag_tick_s=60, check_every_event=True)
+    plain = {r.job.job_id: r for r in simulate(topo, jobs, _ours(jobs), cfg).records}
+    assert plain[1000].start_s == 39 * 200 + 700  # only when the stream has ended
+    res = Reservations()
+    pol = ReservingPolicy(_ours(jobs), res)
+    dcfg = DefragConfig(drain_after_s=600, max_moves=0)
+    out = simulate(topo, jobs, pol, cfg, defrag=CheckpointDefrag(pol, dcfg, res))
+    gang = next(r for r in out.records if r.job.job_id == 1000)
+    assert gang.start_s is not None and gang.start_s < 2000
+    assert res.made == 1 and res.fulfilled == 1 and not res.nodes

@@ -23,6 +23,7 @@ from gpudefrag.gangs.moves import GangDefragmenter
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.policy import GangPolicy
+from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
 from gpudefrag.gangs.slurm_tree import SlurmTree
 from gpudefrag.gangs.volcano import VolcanoBinpack
 from gpudefrag.model.jobs import Job
@@ -48,7 +49,8 @@ class Suite2Config:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     defrag_tick_s: float = 60.0
-    defrag: DefragConfig = field(default_factory=DefragConfig)
+    # chosen on the tuning windows (docs/tuning-suite2.md): drain reservations after 6 h of waiting
+    defrag: DefragConfig = field(default_factory=lambda: DefragConfig(drain_after_s=6 * 3600.0))
 
 
 def make_variant(
@@ -76,6 +78,7 @@ def make_variant(
     if name == "ours":
         return GangAware(work), None
     if name == "ours+defrag":
-        pol = GangAware(work)
-        return pol, CheckpointDefrag(pol, replace(cfg.defrag, restart_s=cfg.restart_s))
+        reservations = Reservations()
+        pol = ReservingPolicy(GangAware(work), reservations)
+        return pol, CheckpointDefrag(pol, replace(cfg.defrag, restart_s=cfg.restart_s), reservations)
     raise ConfigError(f"unknown suite 2 variant {name!r}; known: {', '.join(VARIANTS)}")

@@ -21,6 +21,13 @@ The plan is executed only if its cost is at most ``value_s`` x the blocked job's
 GPU time the blocked job would otherwise idle for, ``value_s`` being a tuning knob) and it moves
 at most ``max_moves`` jobs; at most ``max_plans_per_tick`` plans per call, each on the state the
 earlier ones leave.
+
+Drain reservations (``drain_after_s``; None turns them off): when the oldest queued multi-node
+gang has waited ``drain_after_s`` and fewer than ``max_reservations`` are active, the ``k`` nodes
+of one allowed domain that hold the fewest busy GPUs are reserved for it
+(:mod:`gpudefrag.gangs.reserve`): nothing new is placed there, so they drain as their jobs end,
+and the gang starts when they are free.  A reservation ends when its gang starts or after
+``max_drain_s``.  Plans for other jobs never take reserved nodes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import numpy.typing as npt
 
 from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo, move_cost_gpu_s
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
+from gpudefrag.gangs.reserve import Reservations
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import Job
 
@@ -51,6 +59,10 @@ class DefragConfig:
     max_jobs_per_tick: int = 8
     gang_move_max_s: float = 600.0
     max_candidates_per_node: int = 10
+    drain_after_s: float | None = None
+    max_drain_s: float = 24 * 3600.0
+    max_reservations: int = 1
+    drain_min_free_fraction: float = 0.0
 
 
 class CheckpointDefrag:
@@ -58,9 +70,19 @@ class CheckpointDefrag:
 
     name = "ours-defrag"
 
-    def __init__(self, policy: GangPolicy, cfg: DefragConfig | None = None) -> None:
+    def __init__(
+        self, policy: GangPolicy, cfg: DefragConfig | None = None, reservations: Reservations | None = None
+    ) -> None:
+        """``policy`` places moved jobs (wrap it in a ReservingPolicy sharing ``reservations``
+        when drain reservations are on)."""
         self.policy = policy
         self.cfg = cfg or DefragConfig()
+        self.reservations = reservations or Reservations()
+
+    @property
+    def rooms_version(self) -> int:
+        """Changes whenever a reservation is made or released (see GangDefragmenter)."""
+        return self.reservations.version
 
     # ---- costs -----------------------------------------------------------------------------
     def _costs(self, state: GangState, running: dict[int, RunningInfo], now_s: float) -> dict[int, float]:
@@ -113,11 +135,13 @@ class CheckpointDefrag:
         return None
 
     def _pod_room(
-        self, state: GangState, job: Job, costs: dict[int, float]
+        self, state: GangState, job: Job, costs: dict[int, float], hidden: IntArray
     ) -> tuple[float, int, tuple[int, ...]] | None:
         need = state.pods_of(job)[0]
         best: tuple[float, int, tuple[int, ...]] | None = None
-        for n in np.flatnonzero(state.topology.gpus_per_node >= need):
+        ok = state.topology.gpus_per_node >= need
+        ok[hidden] = False
+        for n in np.flatnonzero(ok):
             short = need - int(state.free_gpus[n])
             movable = sorted((j for j in state.node_jobs[n] if j in costs), key=lambda j: (costs[j], j))
             movable = movable[: self.cfg.max_candidates_per_node]
@@ -155,14 +179,17 @@ class CheckpointDefrag:
         self, state: GangState, job: Job, running: dict[int, RunningInfo], now_s: float
     ) -> DefragPlan | None:
         costs = self._costs(state, running, now_s)
+        hidden = self.reservations.reserved_for_others(job.job_id)
         if len(state.pods_of(job)) > 1:
-            room_g = self._gang_room(state, job, self._node_vacate_cost(state, costs))
+            vacate = self._node_vacate_cost(state, costs)
+            vacate[hidden] = np.inf
+            room_g = self._gang_room(state, job, vacate)
             if room_g is None:
                 return None
             room = room_g[1]
             victims = sorted({j for n in room for j in state.node_jobs[int(n)]})
         else:
-            room_p = self._pod_room(state, job, costs)
+            room_p = self._pod_room(state, job, costs, hidden)
             if room_p is None:
                 return None
             room = np.array([room_p[1]], dtype=np.int64)
@@ -188,6 +215,7 @@ class CheckpointDefrag:
     def plan(
         self, state: GangState, pending: list[Job], running: dict[int, RunningInfo], now_s: float
     ) -> list[DefragPlan]:
+        self._update_reservations(state, pending, now_s)
         plans: list[DefragPlan] = []
         free = int(state.free_gpus.sum())
         tried = 0
@@ -208,3 +236,49 @@ class CheckpointDefrag:
             free = int(cur.free_gpus.sum())
             running = {j: i for j, i in running.items() if j not in {m.job_id for m in plan.moves}}
         return plans
+
+    # ---- drain reservations ------------------------------------------------------------------
+    def _update_reservations(self, state: GangState, pending: list[Job], now_s: float) -> None:
+        res, cfg = self.reservations, self.cfg
+        queued = {j.job_id for j in pending}
+        for owner in list(res.nodes):
+            if owner not in queued:
+                res.release(owner, "fulfilled")
+            elif now_s - res.since_s[owner] > cfg.max_drain_s:
+                res.release(owner, "expired")
+        if cfg.drain_after_s is None or len(res.nodes) >= cfg.max_reservations:
+            return
+        gpn = state.topology.max_gpus_per_node
+        free = int(state.free_gpus.sum())
+        for job in pending:
+            if job.job_id in res.nodes or job.gpus <= gpn or now_s - job.submit_s < cfg.drain_after_s:
+                continue
+            if free < cfg.drain_min_free_fraction * job.gpus:
+                return
+            nodes = self._drain_nodes(state, job)
+            if nodes is not None:
+                res.reserve(job.job_id, nodes, now_s)
+            return
+
+    def _drain_nodes(self, state: GangState, job: Job) -> IntArray | None:
+        """The ``k`` nodes of one allowed domain with the fewest busy GPUs (not reserved)."""
+        topo = state.topology
+        gpn = topo.max_gpus_per_node
+        k = len(state.pods_of(job))
+        busy = (topo.gpus_per_node - state.free_gpus).astype(np.float64)
+        busy[topo.gpus_per_node < gpn] = np.inf
+        busy[self.reservations.reserved_for_others(job.job_id)] = np.inf
+        for level in candidate_levels(state, job):
+            dom = topo.domains(level) if level is not None else np.zeros(topo.num_nodes, dtype=np.int64)
+            best: tuple[float, IntArray] | None = None
+            for d in np.unique(dom):
+                members = np.flatnonzero((dom == d) & np.isfinite(busy))
+                if members.size < k:
+                    continue
+                pick = members[np.lexsort((members, busy[members]))[:k]]
+                total = float(busy[pick].sum())
+                if best is None or total < best[0]:
+                    best = (total, pick)
+            if best is not None:
+                return best[1]
+        return None

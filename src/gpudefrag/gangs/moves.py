@@ -59,7 +59,11 @@ def move_cost_gpu_s(job: Job, info: RunningInfo, now_s: float, restart_s: float)
 
 class GangDefragmenter(Protocol):
     """Given the state, the pending jobs in queue order and the running jobs' info, return
-    plans to execute now, each on the state the earlier ones leave."""
+    plans to execute now, each on the state the earlier ones leave.
+
+    A defragmenter that also reserves nodes (through the placement policy) exposes an integer
+    ``rooms_version`` that changes whenever a reservation is made or released; the simulator
+    then tries every queued job again."""
 
     name: str
 

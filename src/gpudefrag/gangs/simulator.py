@@ -125,6 +125,8 @@ class _Sim:
         self.result = GangSimResult([], self.meter, topology.total_gpus)
         self.hash = hashlib.sha256()
         self.now = 0.0
+        self.rooms_version = 0
+        self.shapes: dict[int, tuple[object, ...]] = {}
 
     # ---- events ----------------------------------------------------------------------------
     def _push_end(self, run: Running) -> None:
@@ -158,7 +160,10 @@ class _Sim:
         return (-job.priority, job.submit_s, job.job_id)
 
     def _shape(self, job: Job) -> tuple[object, ...]:
-        return (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint)
+        shape = self.shapes.get(job.job_id)
+        if shape is None:
+            shape = self.shapes[job.job_id] = (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint)
+        return shape
 
     def _pass(self) -> None:
         t0 = time.perf_counter()
@@ -254,6 +259,9 @@ class _Sim:
         self.result.defrag_calls_s.append(time.perf_counter() - c0)
         for plan in plans:
             self._execute(plan)
+        version = getattr(self.defrag, "rooms_version", 0)
+        if version != self.rooms_version:  # nodes reserved or released: try every queued job
+            self.rooms_version, self.full_pass = version, True
 
     # ---- main loop -------------------------------------------------------------------------
     def _gang_waiting(self) -> bool:
