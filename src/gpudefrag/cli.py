@@ -529,6 +529,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_suite_commands(sub)
     add_sim_command(sub)
     add_data_commands(sub)
+    from gpudefrag.cli_gangsim import add_gangsim_command
+
+    add_gangsim_command(sub)
     return parser
 
 

@@ -88,12 +88,12 @@ def add_suite2_command(suites) -> None:
         help="gangs on a multi-level topology from real traces (ITP, Philly)",
         description="Replay busiest-week windows of the ITP and Philly traces at loads 1.0/1.25/1.5 "
         "with the baselines (Volcano, Kueue TAS, KAI, KAI+Consolidate, Slurm tree, FGD) and ours "
-        "(gang-aware placement, with and without checkpoint-aware defragmentation).  Tune on the "
+        "(gang-aware placement, CP-SAT batches, checkpoint-aware defragmentation with drain reservations).  Tune on the "
         "tuning windows (runs/suite2-tuning/); run the report windows once, at the end (runs/suite2/).",
     )
     s2.add_argument("--windows", default="tuning", help="tuning (default), report, or window names")
     s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
-    s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all eight)")
+    s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
     s2.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod")
     s2.add_argument("--leaf-nodes", type=int, default=32, help="nodes per leaf group (superpod; default 32)")
     s2.add_argument(

@@ -6,7 +6,8 @@ Variants:
   HyperNode), ``kueue`` (Kueue TAS: BestFit for gangs, LeastFreeCapacity for single pods),
   ``kai`` (KAI topology + binpack), ``kai+consolidate`` (KAI's Consolidate action on top),
   ``slurm`` (topology/tree best fit), ``fgd`` (FGD per pod inside the chosen domain);
-* ours: ``ours`` (the gang-aware measure, :mod:`gpudefrag.gangs.ours`) and ``ours+defrag``
+* ours: ``ours`` (the gang-aware measure, :mod:`gpudefrag.gangs.ours`), ``ours-batch`` (a
+  pass's first jobs placed jointly by CP-SAT, :mod:`gpudefrag.gangs.batch`) and ``ours+defrag``
   (with the checkpoint-aware defragmenter, :mod:`gpudefrag.gangs.defrag`).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpudefrag.errors import ConfigError
+from gpudefrag.gangs.batch import BatchGangPlacer
 from gpudefrag.gangs.defrag import CheckpointDefrag, DefragConfig
 from gpudefrag.gangs.fgd_gang import FgdGang
 from gpudefrag.gangs.kai import KaiBinpack, KaiConsolidate
@@ -31,7 +33,7 @@ from gpudefrag.model.jobs import Job
 __all__ = ["BASELINES", "OURS", "VARIANTS", "Suite2Config", "make_variant"]
 
 BASELINES = ("volcano", "kueue", "kai", "kai+consolidate", "slurm", "fgd")
-OURS = ("ours", "ours+defrag")
+OURS = ("ours", "ours-batch", "ours+defrag")
 VARIANTS = BASELINES + OURS
 #: Baselines that place only (no moves): "the best baseline" of the placement bar is among these.
 PLACEMENT_BASELINES = ("volcano", "kueue", "kai", "slurm", "fgd")
@@ -77,6 +79,8 @@ def make_variant(
         return FgdGang({g: c / len(jobs) for g, c in sorted(counts.items())}), None
     if name == "ours":
         return GangAware(work), None
+    if name == "ours-batch":
+        return BatchGangPlacer(GangAware(work), VolcanoBinpack()), None
     if name == "ours+defrag":
         reservations = Reservations()
         pol = ReservingPolicy(GangAware(work), reservations)

@@ -64,6 +64,8 @@ def run_one(cfg: Suite2Config, window: str, load: float, variant: str) -> Run2:
     )
     result = simulate(topo, jobs, policy, sim_cfg, defrag)
     metrics = summarise(result, topo)
+    for outcome, count in getattr(policy, "outcomes", {}).items():  # the batch placer's fallbacks
+        metrics[f"batch_{outcome}"] = float(count)
     return Run2(window, load, variant, run.nodes, result.event_hash, metrics)
 
 

@@ -75,6 +75,7 @@ def summarise(result: GangSimResult, topology: Topology) -> dict[str, float]:
     out["decision_p50_ms"] = 1e3 * _pct(result.place_calls_s, 50)
     out["decision_p99_ms"] = 1e3 * _pct(result.place_calls_s, 99)
     out["pass_p99_ms"] = 1e3 * _pct(result.pass_s, 99)
+    out["batch_p99_ms"] = 1e3 * _pct(result.batch_calls_s, 99) if result.batch_calls_s else 0.0
     out["defrag_p99_ms"] = 1e3 * _pct(result.defrag_calls_s, 99) if result.defrag_calls_s else 0.0
     out["wall_s"] = result.wall_s
     return out
