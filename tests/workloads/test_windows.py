@@ -17,6 +17,7 @@ from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.openb import PodTable
 from gpudefrag.workloads.windows import (
     DAY_S,
+    MIX_SUFFIX,
     REPORT,
     TUNING,
     WINDOWS,
@@ -223,8 +224,11 @@ def test_mixed_workload_real_share():
 def test_suite_split_is_fixed_and_complete():
     names = [w.name for w in WINDOWS]
     assert len(names) >= 8 and len(set(names)) == len(names)
-    assert len(TUNING) == 4 and not set(TUNING) & set(REPORT)
-    assert set(TUNING) | set(REPORT) == set(names)
+    assert len(TUNING) == 5 and not set(TUNING) & set(REPORT)
+    plain = {n for n in set(TUNING) | set(REPORT) if not n.endswith(MIX_SUFFIX)}
+    mixed = {n[: -len(MIX_SUFFIX)] for n in set(TUNING) | set(REPORT) if n.endswith(MIX_SUFFIX)}
+    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1"}
+    assert "itp04-w2-mix" in TUNING and "itp04-w1-mix" in REPORT
     for part in (TUNING, REPORT):
         traces = {window(n).trace for n in part}
         assert {"itp_cluster04", "philly"} <= traces

@@ -78,6 +78,8 @@ class CheckpointDefrag:
         self.policy = policy
         self.cfg = cfg or DefragConfig()
         self.reservations = reservations or Reservations()
+        self._vacate: npt.NDArray[np.float64] | None = None
+        self._jobs: dict[int, Job] = {}
 
     @property
     def rooms_version(self) -> int:
@@ -143,10 +145,15 @@ class CheckpointDefrag:
         ok[hidden] = False
         for n in np.flatnonzero(ok):
             short = need - int(state.free_gpus[n])
-            movable = sorted((j for j in state.node_jobs[n] if j in costs), key=lambda j: (costs[j], j))
-            movable = movable[: self.cfg.max_candidates_per_node]
+            # only whole-GPU jobs free whole GPUs; the cheapest few are the candidates
+            movable = sorted(
+                (j for j in state.node_jobs[n] if j in costs and not state.jobs[j].is_sharing),
+                key=lambda j: (costs[j], j),
+            )[: self.cfg.max_candidates_per_node]
             held = {j: sum(len(p.gpu_indices) for p in state.placements[j] if p.node == n) for j in movable}
-            for r in range(1, min(len(movable), self.cfg.max_moves) + 1):
+            if sum(held.values()) < short:
+                continue
+            for r in range(1, min(len(movable), self.cfg.max_moves, short) + 1):
                 for combo in itertools.combinations(movable, r):
                     if sum(held[j] for j in combo) < short:
                         continue
@@ -175,13 +182,12 @@ class CheckpointDefrag:
             state.free_milli[room], state.free_gpus[room] = saved
         return moves
 
-    def _plan_for(
-        self, state: GangState, job: Job, running: dict[int, RunningInfo], now_s: float
-    ) -> DefragPlan | None:
-        costs = self._costs(state, running, now_s)
+    def _plan_for(self, state: GangState, job: Job, costs: dict[int, float]) -> DefragPlan | None:
         hidden = self.reservations.reserved_for_others(job.job_id)
         if len(state.pods_of(job)) > 1:
-            vacate = self._node_vacate_cost(state, costs)
+            if self._vacate is None:
+                self._vacate = self._node_vacate_cost(state, costs)
+            vacate = self._vacate.copy()
             vacate[hidden] = np.inf
             room_g = self._gang_room(state, job, vacate)
             if room_g is None:
@@ -221,20 +227,30 @@ class CheckpointDefrag:
         tried = 0
         cur = state
         self._jobs = dict(state.jobs)
+        costs: dict[int, float] | None = None
+        self._vacate = None
+        failed: set[tuple[int, object]] = set()  # shapes without a plan in this call
         for job in pending:
             if len(plans) >= self.cfg.max_plans_per_tick or tried >= self.cfg.max_jobs_per_tick:
                 break
             if now_s - job.submit_s < self.cfg.min_wait_s or job.is_sharing or job.gpus > free:
                 continue
+            if (job.gpus, job.constraint) in failed:
+                continue
             tried += 1
-            plan = self._plan_for(cur, job, running, now_s)
+            if costs is None:
+                costs = self._costs(cur, running, now_s)
+            plan = self._plan_for(cur, job, costs)
             if plan is None:
+                failed.add((job.gpus, job.constraint))
                 continue
             plans.append(plan)
             cur = self._scratch
             self._jobs[job.job_id] = job
             free = int(cur.free_gpus.sum())
-            running = {j: i for j, i in running.items() if j not in {m.job_id for m in plan.moves}}
+            for m in plan.moves:  # a moved job is not moved again in this call
+                costs.pop(m.job_id, None)
+            self._vacate = None
         return plans
 
     # ---- drain reservations ------------------------------------------------------------------

@@ -8,7 +8,8 @@ Rules:
   starts every job its policy can place (greedy backfill, as Kueue's BestEffortFIFO and
   Volcano's allocate action do); a gang starts whole or not at all.
 * A job whose shape (pod sizes, GPU share, constraint) the policy refused in this pass is not
-  asked again in the same pass (the state only loses room within a pass).  When the last
+  asked again in the same pass (the state only loses room within a pass), and a pass stops
+  once no GPU has any free milli left.  When the last
   events were arrivals only, only the new jobs are tried: the others were refused on a state
   with at least as much room.
 * A job runs ``duration_s`` of work.  Every ``defrag_tick_s`` the defragmenter (if any) gets
@@ -176,7 +177,10 @@ class _Sim:
         started = self._batch(order)
         refused: set[tuple[object, ...]] = set()
         free_total = int(self.state.free_gpus.sum())
+        room = bool(self.state.free_milli.any())
         for job_id in order:
+            if not room:  # every GPU is fully used: nothing else can start in this pass
+                break
             job = self.jobs[job_id]
             shape = self._shape(job)
             if job_id in started or shape in refused or (not job.is_sharing and job.gpus > free_total):
@@ -190,6 +194,7 @@ class _Sim:
             self._start(job, nodes)
             started.add(job_id)
             free_total = int(self.state.free_gpus.sum())
+            room = free_total > 0 or bool(self.state.free_milli.any())
         if started:
             self.queue = [k for k in self.queue if k[2] not in started]
         self.result.pass_s.append(time.perf_counter() - t0)

@@ -348,17 +348,37 @@ WINDOWS: tuple[Window, ...] = (
 #: used to choose parameters, REPORT windows only to report results. Tuning gets the
 #: second-busiest window of ITP cluster04 and of Philly plus the two small clusters 01 and 06;
 #: the report keeps the busiest and third-busiest windows of both main traces plus clusters 02
-#: and 03.
-TUNING: tuple[str, ...] = ("itp04-w2", "philly-w2", "itp01-w1", "itp06-w1")
-REPORT: tuple[str, ...] = ("itp04-w1", "itp04-w3", "philly-w1", "philly-w3", "itp02-w1", "itp03-w1")
+#: and 03.  Each set also has one mixed workload (``-mix``, :func:`suite_run`): cluster04's
+#: window of that set with openb pods filling about 20 % of the GPU load.
+TUNING: tuple[str, ...] = ("itp04-w2", "philly-w2", "itp01-w1", "itp06-w1", "itp04-w2-mix")
+REPORT: tuple[str, ...] = (
+    "itp04-w1",
+    "itp04-w3",
+    "philly-w1",
+    "philly-w3",
+    "itp02-w1",
+    "itp03-w1",
+    "itp04-w1-mix",
+)
+
+
+MIX_SUFFIX = "-mix"
+MIX_SHARE = 0.2
+MIX_SEED = 2023
+MIX_SUITE_MEAN_DURATION_S = 3_600.0
+MIX_POD_LIST = "openb_pod_list_default"
 
 
 def window(name: str) -> Window:
-    """A suite window by name (``itp04-w1``); :class:`ConfigError` listing the names if unknown."""
+    """A suite window by name (``itp04-w1``; ``itp04-w1-mix`` is the same window with openb
+    pods mixed in, see :func:`suite_run`); :class:`ConfigError` listing the names if unknown."""
+    base = name[: -len(MIX_SUFFIX)] if name.endswith(MIX_SUFFIX) else name
     for w in WINDOWS:
-        if w.name == name:
+        if w.name == base:
             return w
-    raise ConfigError(f"unknown window {name!r}; known: {', '.join(w.name for w in WINDOWS)}")
+    raise ConfigError(
+        f"unknown window {name!r}; known: {', '.join(w.name for w in WINDOWS)} (each also with '{MIX_SUFFIX}')"
+    )
 
 
 def run_nodes(
@@ -393,11 +413,31 @@ def suite_run(
     gpus_per_node: int = SUITE_GPUS_PER_NODE,
     loader: Callable[[str], list[Job]] = load_trace,
 ) -> SuiteRun:
-    """Jobs, measurement interval and node count of suite window ``name`` at load ``scale``."""
+    """Jobs, measurement interval and node count of suite window ``name`` at load ``scale``.
+
+    ``<window>-mix`` is the mixed workload: the window's jobs plus openb pods (most of them a
+    share of one GPU, inference-like) carrying :data:`MIX_SHARE` of the GPU-seconds of the run
+    (:func:`mixed_workload`, seed :data:`MIX_SEED`, exponential run times of mean
+    :data:`MIX_SUITE_MEAN_DURATION_S`); the cluster is sized for the mixed run at load 1.0.
+    """
     w = window(name)
     jobs = loader(w.trace)
     run = scaled_jobs(jobs, w, scale, SUITE_WARMUP_S)
-    return SuiteRun(run.jobs, run.measure, run_nodes(jobs, w, gpus_per_node))
+    if not name.endswith(MIX_SUFFIX):
+        return SuiteRun(run.jobs, run.measure, run_nodes(jobs, w, gpus_per_node))
+    from gpudefrag.workloads.openb import load_workload
+
+    pods = load_workload(MIX_POD_LIST)
+
+    def mixed(r: ScaledJobs) -> list[Job]:
+        whole_run = Window(w.trace, 0.0, r.measure[1], 0.0)
+        return mixed_workload(
+            r.jobs, pods, whole_run, MIX_SHARE, seed=MIX_SEED, mean_duration_s=MIX_SUITE_MEAN_DURATION_S
+        )
+
+    base = scaled_jobs(jobs, w, 1.0, SUITE_WARMUP_S)
+    nodes = size_cluster(mixed(base), Window(w.trace, *base.measure, 0.0), gpus_per_node)
+    return SuiteRun(mixed(run), run.measure, nodes)
 
 
 @dataclass(frozen=True)
