@@ -29,9 +29,12 @@ from hypothesis import strategies as st
 
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
+from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS, gpu_model_mask, model_id
+from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.pods import PodSpec, pod_batch
 from gpudefrag.model.port import Bind, PendingPod, RunningPod, SchedulingCycle, SchedulingDecision
+from gpudefrag.model.topology import Topology
 from gpudefrag.sim.sessions import fit_on_node
 from gpudefrag.workloads.synthetic import SyntheticWorkload
 
@@ -308,3 +311,53 @@ class InMemoryCluster:
         self.running.append(
             RunningPod(pod_id, spec, node, gpus, 0.0, 600.0, self.now_s, last_ckpt, False, False)
         )
+
+
+# ---- suite 2 (gangs): random states and jobs shared by the baseline tests ----------------------
+
+
+def random_gang_state(topo: Topology, rng: random.Random) -> GangState:
+    """A state on ``topo`` with about 35 % full nodes, 25 % partly used, 5 % with a shared GPU."""
+    s = GangState(topo)
+    g = topo.max_gpus_per_node
+    for i in range(topo.num_nodes):
+        r = rng.random()
+        if r < 0.35:
+            s.bind(Job(50_000 + i, 0.0, 1.0, g), [i])
+        elif r < 0.6:
+            s.bind(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
+        elif r < 0.65:
+            s.bind(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
+    return s
+
+
+def random_gang_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
+    """``k`` jobs of mixed sizes (sharing, single-node, gangs with remainders) and constraints."""
+    g = topo.max_gpus_per_node
+    levels = ["node", *topo.levels]
+    out = []
+    for j in range(k):
+        gpus = rng.choice((1, 2, g // 2, g, g + g // 2, 2 * g, 3 * g, 4 * g + 1, 6 * g))
+        c = rng.choice((None, "required", "preferred"))
+        con = None if c is None else Constraint(c, rng.choice(levels))
+        milli = rng.choice((1000, 1000, 1000, 300)) if gpus == 1 else 1000
+        out.append(Job(j, 0.0, 1.0, gpus, gpu_milli=milli, constraint=con))
+    return out
+
+
+# ---- the dataset mirror, for tests that read the real traces -----------------------------------
+
+DEFAULT_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+"""Where ``.ci/run`` points ``GPUDEFRAG_MIRROR`` by default (``../shared/data``)."""
+
+
+def real_mirror() -> Path | None:
+    """The mirror folder holding the real traces (``GPUDEFRAG_MIRROR``, else the CI default)."""
+    env = os.environ.get("GPUDEFRAG_MIRROR")
+    for cand in ([Path(env)] if env else []) + [DEFAULT_MIRROR]:
+        if (cand / "philly-pollux" / "philly.csv").is_file():
+            return cand
+    return None
+
+
+needs_mirror = pytest.mark.skipif(real_mirror() is None, reason="dataset mirror not available")

@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from conftest import random_gang_jobs, random_gang_state
 from gpudefrag.gangs.kueue_tas import KueueTAS, tas_assign
 from gpudefrag.gangs.policy import domain_can_host
 from gpudefrag.gangs.topo_search import all_in_one_domain, topo_index
@@ -137,33 +138,6 @@ def test_gang_is_all_or_nothing():
     assert pol.place(s, _job(23, "required:spine")) == [3, 7, 2]
 
 
-def _random_state(topo: Topology, rng: random.Random) -> GangState:
-    s = GangState(topo)
-    g = topo.max_gpus_per_node
-    for i in range(topo.num_nodes):
-        r = rng.random()
-        if r < 0.35:
-            s.bind(Job(50_000 + i, 0.0, 1.0, g), [i])
-        elif r < 0.6:
-            s.bind(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
-        elif r < 0.65:
-            s.bind(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
-    return s
-
-
-def _random_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
-    g = topo.max_gpus_per_node
-    levels = ["node", *topo.levels]
-    out = []
-    for j in range(k):
-        gpus = rng.choice((1, 2, g // 2, g, g + g // 2, 2 * g, 3 * g, 4 * g + 1, 6 * g))
-        c = rng.choice((None, "required", "preferred"))
-        con = None if c is None else Constraint(c, rng.choice(levels))
-        milli = rng.choice((1000, 1000, 1000, 300)) if gpus == 1 else 1000
-        out.append(Job(j, 0.0, 1.0, gpus, gpu_milli=milli, constraint=con))
-    return out
-
-
 @pytest.mark.parametrize(
     "make",
     [
@@ -181,9 +155,9 @@ def test_properties_on_random_states(make):
     pol = KueueTAS()
     every = np.arange(topo.num_nodes, dtype=np.int64)
     for _ in range(20):
-        s = _random_state(topo, rng)
+        s = random_gang_state(topo, rng)
         before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
-        for job in _random_jobs(topo, rng, 12):
+        for job in random_gang_jobs(topo, rng, 12):
             nodes = pol.place(s, job)
             assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
             assert s.version == before[2] and s.placements == before[3]

@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from conftest import random_gang_jobs, random_gang_state
 from gpudefrag.gangs.policy import domain_can_host
 from gpudefrag.gangs.slurm_tree import SlurmTree
 from gpudefrag.gangs.topo_search import all_in_one_domain
@@ -116,33 +117,6 @@ def test_required_levels_and_gang_all_or_nothing():
     assert pol.place(s, _job(48)) is None  # 6 nodes asked, 5 free: nothing binds
 
 
-def _random_state(topo: Topology, rng: random.Random) -> GangState:
-    s = GangState(topo)
-    g = topo.max_gpus_per_node
-    for i in range(topo.num_nodes):
-        r = rng.random()
-        if r < 0.35:
-            s.bind(Job(50_000 + i, 0.0, 1.0, g), [i])
-        elif r < 0.6:
-            s.bind(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
-        elif r < 0.65:
-            s.bind(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
-    return s
-
-
-def _random_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
-    g = topo.max_gpus_per_node
-    levels = ["node", *topo.levels]
-    out = []
-    for j in range(k):
-        gpus = rng.choice((1, 2, g // 2, g, g + g // 2, 2 * g, 3 * g, 4 * g + 1, 6 * g))
-        c = rng.choice((None, "required", "preferred"))
-        con = None if c is None else Constraint(c, rng.choice(levels))
-        milli = rng.choice((1000, 1000, 1000, 300)) if gpus == 1 else 1000
-        out.append(Job(j, 0.0, 1.0, gpus, gpu_milli=milli, constraint=con))
-    return out
-
-
 @pytest.mark.parametrize("hetjob", [False, True])
 @pytest.mark.parametrize("make", [lambda: superpod(40, leaf_nodes=8), lambda: nvl72(40), _doc_tree])
 def test_properties_on_random_states(make, hetjob):
@@ -154,9 +128,9 @@ def test_properties_on_random_states(make, hetjob):
     pol = SlurmTree(hetjob=hetjob)
     every = np.arange(topo.num_nodes, dtype=np.int64)
     for _ in range(15):
-        s = _random_state(topo, rng)
+        s = random_gang_state(topo, rng)
         before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
-        for job in _random_jobs(topo, rng, 12):
+        for job in random_gang_jobs(topo, rng, 12):
             nodes = pol.place(s, job)
             assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
             assert s.version == before[2] and s.placements == before[3]

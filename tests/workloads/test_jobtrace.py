@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from conftest import needs_mirror
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.workloads.itp import ITP_CLUSTERS, itp_dataset, load_itp, load_itp_csv
 from gpudefrag.workloads.jobtrace import JOB_TRACE_COLUMNS, load_job_trace, write_job_trace
 from gpudefrag.workloads.philly import load_philly, load_philly_csv
-
-REAL_MIRROR_FALLBACK = Path("/work/shared/data")
-
-
-def real_mirror() -> Path | None:
-    env = os.environ.get("GPUDEFRAG_MIRROR")
-    for cand in ([Path(env)] if env else []) + [REAL_MIRROR_FALLBACK]:
-        if (cand / "philly-pollux" / "philly.csv").is_file():
-            return cand
-    return None
-
-
-needs_mirror = pytest.mark.skipif(real_mirror() is None, reason="dataset mirror not available")
 
 
 def _csv(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import needs_mirror
 from gpudefrag.errors import ConfigError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.openb import PodTable
@@ -35,18 +35,6 @@ from gpudefrag.workloads.windows import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-REAL_MIRROR_FALLBACK = Path("/work/shared/data")
-
-
-def real_mirror() -> Path | None:
-    env = os.environ.get("GPUDEFRAG_MIRROR")
-    for cand in ([Path(env)] if env else []) + [REAL_MIRROR_FALLBACK]:
-        if (cand / "philly-pollux" / "philly.csv").is_file():
-            return cand
-    return None
-
-
-needs_mirror = pytest.mark.skipif(real_mirror() is None, reason="dataset mirror not available")
 
 
 @functools.cache
