@@ -9,7 +9,7 @@ import pytest
 
 from gpudefrag.cli import main
 from gpudefrag.experiments.config2 import Suite2Config
-from gpudefrag.experiments.report2 import bars, best_placement_baseline
+from gpudefrag.experiments.report2 import bars, best_placement_baseline, read_csv
 from gpudefrag.experiments.suite2 import run_one
 from gpudefrag.experiments.summary2 import summarise
 from gpudefrag.gangs.objective import Workload
@@ -59,6 +59,8 @@ def test_suite_2_command_writes_report_csv_and_charts(
     assert len(rows) == 2 * 2 * 4
     assert {r["variant"] for r in rows} == {"volcano", "kai+consolidate", "ours", "ours+defrag"}
     assert (folder / "charts" / "alloc_pct.png").stat().st_size > 1000
+    back = read_csv(folder / "runs.csv")  # the CSV carries every figure of the report
+    assert len(back) == 16 and back[0].metrics["alloc_pct"] == pytest.approx(float(rows[0]["alloc_pct"]))
     assert "wrote" in capsys.readouterr().out
 
 

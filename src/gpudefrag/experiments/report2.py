@@ -256,13 +256,19 @@ def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path
     out = []
     width = 0.8 / max(1, len(cfg.variants))
     for metric in CHART_METRICS:
-        fig, ax = plt.subplots(figsize=(9, 4))
+        fig, ax = plt.subplots(figsize=(9, 4.6))
+        shown: list[float] = []
         for i, var in enumerate(cfg.variants):
             means = [_mean(_values(runs, load, var, metric, cfg.windows)) for load in cfg.loads]
             ax.bar(np.arange(len(cfg.loads)) + i * width, means, width, label=var)
+            shown += [m for m in means if math.isfinite(m)]
+        if shown and min(shown) > 0:  # zoom in: the differences are small next to the level
+            lo, hi = min(shown), max(shown)
+            pad = 0.15 * (hi - lo) or 0.05 * hi
+            ax.set_ylim(max(0.0, lo - pad), hi + pad)
         ax.set_xticks(np.arange(len(cfg.loads)) + 0.4 - width / 2, [f"{x:g}x" for x in cfg.loads])
         ax.set_title(f"{metric} (mean over {len(cfg.windows)} {cfg.set_name} windows)")
-        ax.legend(fontsize=7, ncol=4)
+        ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.1))
         fig.tight_layout()
         path = folder / f"{metric}.png"
         tmp = path.with_suffix(".tmp.png")
@@ -270,6 +276,26 @@ def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path
         plt.close(fig)
         tmp.replace(path)
         out.append(path)
+    return out
+
+
+def read_csv(path: Path) -> list[Run2]:
+    """The runs of a ``runs.csv`` written by :func:`write_csv` (to redraw charts)."""
+    out = []
+    with path.open() as f:
+        for row in csv.DictReader(f):
+            fixed = {k: row.pop(k) for k in ("window", "load", "variant", "nodes", "event_hash")}
+            metrics = {k: float(v) for k, v in row.items() if v != ""}
+            out.append(
+                Run2(
+                    fixed["window"],
+                    float(fixed["load"]),
+                    fixed["variant"],
+                    int(fixed["nodes"]),
+                    fixed["event_hash"],
+                    metrics,
+                )
+            )
     return out
 
 
