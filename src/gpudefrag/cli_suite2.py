@@ -2,8 +2,10 @@
 traces (see :mod:`gpudefrag.experiments.suite2`).
 
 ``--windows tuning`` (the default) runs the tuning windows into ``runs/suite2-tuning/``;
-``--windows report`` runs the held-out report windows into ``runs/suite2/`` and is meant to be
-run once, at the end, with settings chosen on the tuning windows.  Names may also be listed
+``--windows report`` runs the held-out report windows into ``runs/suite2/`` (run once, on
+2026-12-01: spent); ``--windows confirmation`` the next held-out set, never run yet, into
+``runs/suite2-confirmation/``: run it once, at the end, with settings chosen on the tuning
+windows.  Names may also be listed
 (``--windows itp04-w2,philly-w2``) into ``runs/suite2-other/``.
 """
 
@@ -17,7 +19,7 @@ from gpudefrag.errors import ConfigError
 
 __all__ = ["add_suite2_command", "cmd_suite_2"]
 
-FOLDERS = {"tuning": "suite2-tuning", "report": "suite2"}
+FOLDERS = {"tuning": "suite2-tuning", "report": "suite2", "confirmation": "suite2-confirmation"}
 
 
 def _csv(text: str) -> list[str]:
@@ -35,13 +37,11 @@ def _floats(text: str) -> list[float]:
 
 
 def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
-    """``tuning`` / ``report`` / comma-separated names -> (set name, window names)."""
-    from gpudefrag.workloads.windows import REPORT, TUNING, window
+    """``tuning`` / ``report`` / ``confirmation`` / comma-separated names -> (set name, names)."""
+    from gpudefrag.workloads.windows import SPLITS, window
 
-    if spec == "tuning":
-        return "tuning", TUNING
-    if spec == "report":
-        return "report", REPORT
+    if spec in SPLITS:
+        return spec, SPLITS[spec]
     names = tuple(_csv(spec))
     for n in names:
         window(n)  # ConfigError listing the known names
@@ -91,7 +91,11 @@ def add_suite2_command(suites) -> None:
         "(gang-aware placement, CP-SAT batches, checkpoint-aware defragmentation with drain reservations).  Tune on the "
         "tuning windows (runs/suite2-tuning/); run the report windows once, at the end (runs/suite2/).",
     )
-    s2.add_argument("--windows", default="tuning", help="tuning (default), report, or window names")
+    s2.add_argument(
+        "--windows",
+        default="tuning",
+        help="tuning (default), report (spent), confirmation (never run), or window names",
+    )
     s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
     s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
     s2.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod")

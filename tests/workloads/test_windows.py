@@ -16,6 +16,7 @@ from gpudefrag.errors import ConfigError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.openb import PodTable
 from gpudefrag.workloads.windows import (
+    CONFIRMATION,
     DAY_S,
     MIX_SUFFIX,
     REPORT,
@@ -213,11 +214,13 @@ def test_suite_split_is_fixed_and_complete():
     names = [w.name for w in WINDOWS]
     assert len(names) >= 8 and len(set(names)) == len(names)
     assert len(TUNING) == 5 and not set(TUNING) & set(REPORT)
-    plain = {n for n in set(TUNING) | set(REPORT) if not n.endswith(MIX_SUFFIX)}
-    mixed = {n[: -len(MIX_SUFFIX)] for n in set(TUNING) | set(REPORT) if n.endswith(MIX_SUFFIX)}
-    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1"}
-    assert "itp04-w2-mix" in TUNING and "itp04-w1-mix" in REPORT
-    for part in (TUNING, REPORT):
+    assert not (set(TUNING) | set(REPORT)) & set(CONFIRMATION)
+    every = set(TUNING) | set(REPORT) | set(CONFIRMATION)
+    plain = {n for n in every if not n.endswith(MIX_SUFFIX)}
+    mixed = {n[: -len(MIX_SUFFIX)] for n in every if n.endswith(MIX_SUFFIX)}
+    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1", "itp04-w4"}
+    assert "itp04-w2-mix" in TUNING and "itp04-w1-mix" in REPORT and "itp04-w4-mix" in CONFIRMATION
+    for part in (TUNING, REPORT, CONFIRMATION):
         traces = {window(n).trace for n in part}
         assert {"itp_cluster04", "philly"} <= traces
     assert {w.trace for w in WINDOWS} >= {"itp_cluster04", "philly", "itp_cluster03"}
