@@ -345,6 +345,47 @@ def random_gang_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
     return out
 
 
+def busy_state(topo: Topology, used: dict[int, int]) -> GangState:
+    """A state whose node n has ``used[n]`` GPUs taken by filler jobs."""
+    s = GangState(topo)
+    for i, (node, g) in enumerate(sorted(used.items())):
+        s.bind(Job(10_000 + i, 0.0, 1.0, g), [node])
+    return s
+
+
+def gang_job(gpus: int, c: str | None = None, jid: int = 1) -> Job:
+    """A job of ``gpus`` GPUs with constraint ``c`` (``"required:leaf"``) or none."""
+    con = None if c is None else Constraint(*c.split(":"))
+    return Job(jid, 0.0, 1.0, gpus, constraint=con)
+
+
+def check_policy_on_random_states(policy, topo: Topology, seed: int, states: int, complete: bool) -> None:
+    """On random states: ``policy.place`` never mutates the state; an answer binds whole (one node
+    per pod, every pod fits); required constraints hold; with ``complete``, a job without a
+    constraint or with a preferred one is placed exactly when the cluster can host it."""
+    from gpudefrag.gangs.policy import domain_can_host
+    from gpudefrag.gangs.topo_search import all_in_one_domain
+
+    rng = random.Random(seed)
+    every = np.arange(topo.num_nodes, dtype=np.int64)
+    for _ in range(states):
+        s = random_gang_state(topo, rng)
+        before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
+        for job in random_gang_jobs(topo, rng, 12):
+            nodes = policy.place(s, job)
+            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
+            assert s.version == before[2] and s.placements == before[3]
+            c = job.constraint
+            if complete and (c is None or c.mode == "preferred"):
+                assert (nodes is not None) == domain_can_host(s, job, every)
+            if nodes is None:
+                continue
+            assert len(nodes) == len(s.pods_of(job))
+            s.copy().bind(job, nodes)  # raises unless every pod fits where it is put
+            if c is not None and c.mode == "required":
+                assert all_in_one_domain(topo, topo.level_index(c.level), nodes)
+
+
 # ---- the dataset mirror, for tests that read the real traces -----------------------------------
 
 DEFAULT_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -3,30 +3,13 @@ gang all-or-nothing, required constraints, and place() leaving the state untouch
 
 from __future__ import annotations
 
-import random
-
-import numpy as np
 import pytest
 
-from conftest import random_gang_jobs, random_gang_state
-from gpudefrag.gangs.policy import domain_can_host
+from conftest import busy_state as _busy
+from conftest import check_policy_on_random_states
+from conftest import gang_job as _job
 from gpudefrag.gangs.slurm_tree import SlurmTree
-from gpudefrag.gangs.topo_search import all_in_one_domain
-from gpudefrag.model.gang_state import GangState
-from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.topology import Topology, nvl72, superpod, uniform
-
-
-def _busy(topo: Topology, used: dict[int, int]) -> GangState:
-    s = GangState(topo)
-    for i, (node, g) in enumerate(sorted(used.items())):
-        s.bind(Job(10_000 + i, 0.0, 1.0, g), [node])
-    return s
-
-
-def _job(gpus: int, c: str | None = None, jid: int = 1) -> Job:
-    con = None if c is None else Constraint(*c.split(":"))
-    return Job(jid, 0.0, 1.0, gpus, constraint=con)
 
 
 def _doc_tree() -> Topology:
@@ -123,23 +106,4 @@ def test_properties_on_random_states(make, hetjob):
     """On random states: place() never mutates the state; an answer binds whole; required
     constraints hold; as a heterogeneous job, an unconstrained job is placed exactly when the
     cluster can host it (the presets have a root switch)."""
-    topo = make()
-    rng = random.Random(13)
-    pol = SlurmTree(hetjob=hetjob)
-    every = np.arange(topo.num_nodes, dtype=np.int64)
-    for _ in range(15):
-        s = random_gang_state(topo, rng)
-        before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
-        for job in random_gang_jobs(topo, rng, 12):
-            nodes = pol.place(s, job)
-            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
-            assert s.version == before[2] and s.placements == before[3]
-            c = job.constraint
-            if hetjob and (c is None or c.mode == "preferred"):
-                assert (nodes is not None) == domain_can_host(s, job, every)
-            if nodes is None:
-                continue
-            assert len(nodes) == len(s.pods_of(job))
-            s.copy().bind(job, nodes)
-            if c is not None and c.mode == "required":
-                assert all_in_one_domain(topo, topo.level_index(c.level), nodes)
+    check_policy_on_random_states(SlurmTree(hetjob=hetjob), make(), seed=13, states=15, complete=hetjob)

@@ -5,29 +5,13 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
-from conftest import random_gang_jobs, random_gang_state
-from gpudefrag.gangs.policy import domain_can_host
-from gpudefrag.gangs.topo_search import all_in_one_domain
+from conftest import busy_state as _busy
+from conftest import check_policy_on_random_states, random_gang_jobs, random_gang_state
+from conftest import gang_job as _job
 from gpudefrag.gangs.volcano import VolcanoBinpack
-from gpudefrag.model.gang_state import GangState
-from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.topology import Topology, from_node_labels, nvl72, superpod, uniform
-
-
-def _busy(topo: Topology, used: dict[int, int]) -> GangState:
-    """A state whose node n has ``used[n]`` GPUs taken by filler jobs."""
-    s = GangState(topo)
-    for i, (node, g) in enumerate(sorted(used.items())):
-        s.bind(Job(10_000 + i, 0.0, 1.0, g), [node])
-    return s
-
-
-def _job(gpus: int, c: str | None = None, jid: int = 1) -> Job:
-    con = None if c is None else Constraint(*c.split(":"))
-    return Job(jid, 0.0, 1.0, gpus, constraint=con)
 
 
 def _binary8() -> Topology:
@@ -129,26 +113,7 @@ def test_properties_on_random_states(make):
     """On random states: place() never mutates the state; an answer binds whole (one node
     per pod, every pod fits, the gang together); required constraints hold; a job without a
     constraint or with a preferred one is placed exactly when the cluster can host it."""
-    topo = make()
-    rng = random.Random(11)
-    pol = VolcanoBinpack()
-    every = np.arange(topo.num_nodes, dtype=np.int64)
-    for _ in range(20):
-        s = random_gang_state(topo, rng)
-        before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
-        for job in random_gang_jobs(topo, rng, 12):
-            nodes = pol.place(s, job)
-            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
-            assert s.version == before[2] and s.placements == before[3]
-            c = job.constraint
-            if c is None or c.mode == "preferred":
-                assert (nodes is not None) == domain_can_host(s, job, every)
-            if nodes is None:
-                continue
-            assert len(nodes) == len(s.pods_of(job))
-            s.copy().bind(job, nodes)  # raises unless every pod fits where it is put
-            if c is not None and c.mode == "required":
-                assert all_in_one_domain(topo, topo.level_index(c.level), nodes)
+    check_policy_on_random_states(VolcanoBinpack(), make(), seed=11, states=20, complete=True)
 
 
 def _scattered() -> Topology:
