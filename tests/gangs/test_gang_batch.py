@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpudefrag.gangs.batch import BatchGangPlacer
+from gpudefrag.gangs.invariants import check_job
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.volcano import VolcanoBinpack
@@ -62,6 +63,7 @@ def test_random_batches_are_valid_never_worse_and_deterministic() -> None:
         for job in jobs:
             if job.job_id in plan:
                 scratch.bind(job, plan[job.job_id])  # raises if the plan is not valid
+                check_job(scratch, job)  # whole gang, required constraint held
         hints = [a._sequential(a.ours, st, jobs), a._sequential(a.binpack, st, jobs)]
         best_hint = max(a.score(st, jobs, h) for h in hints)
         assert a.score(st, jobs, plan) >= best_hint

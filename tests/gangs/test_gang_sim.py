@@ -187,3 +187,59 @@ def test_drain_reservation_lets_a_starving_gang_start() -> None:
     gang = next(r for r in out.records if r.job.job_id == 1000)
     assert gang.start_s is not None and gang.start_s < 2000
     assert res.made == 1 and res.fulfilled == 1 and not res.nodes
+
+
+def test_a_reservation_owner_is_not_blocked_by_a_same_shape_job_ahead_of_it() -> None:
+    # Two 16-GPU gangs on 2 nodes kept busy by 4-GPU jobs.  Gang 1000 (priority 0) gets the
+    # drain reservation; gang 2000 arrives later with priority 1, so it is ahead in the queue.
+    # It may not use the reserved nodes; the owner, same shape, must still be asked.
+    jobs = [Job(1000, 100, 1000, 16), Job(2000, 800, 1000, 16, priority=1)]
+    jobs += [Job(i, float(200 * i), 700.0, 4) for i in range(40)]
+    res = Reservations()
+    pol = ReservingPolicy(_ours(jobs), res)
+    cfg = GangSimConfig(0, 20_000, defrag_tick_s=60, check_every_event=True)
+    out = simulate(
+        superpod(2),
+        jobs,
+        pol,
+        cfg,
+        defrag=CheckpointDefrag(pol, DefragConfig(drain_after_s=600, max_moves=0), res),
+    )
+    start = {r.job.job_id: r.start_s for r in out.records if r.job.job_id >= 1000}
+    assert start[1000] is not None and start[1000] < 2000
+    assert start[2000] is not None and start[2000] < 4000
+
+
+def test_defrag_sees_the_jobs_that_end_at_its_tick_as_ended() -> None:
+    # Job 1 ends at t = 300, exactly on a defrag tick: the blocked 8-GPU job then starts on the
+    # freed GPUs without moving anything (before, job 1 was "moved" at its own end).
+    jobs = [Job(1, 0, 300, 4), Job(2, 100, 10_000, 4), Job(3, 200, 500, 8)]
+    cfg = GangSimConfig(
+        0, 3000, defrag_tick_s=60, checkpoint_interval_s=150, restart_s=30, check_every_event=True
+    )
+    pol = GangAware(Workload((1, 4, 8), (0.2, 0.4, 0.4)))
+    res = simulate(
+        superpod(2),
+        jobs,
+        _Spread(),
+        cfg,
+        defrag=CheckpointDefrag(pol, DefragConfig(restart_s=30, min_wait_s=100, value_s=10_000)),
+    )
+    s = {r.job.job_id: r for r in res.records}
+    assert res.migrations == 0 and s[3].start_s == 300 and s[1].end_s == 300
+
+
+def test_a_move_during_a_restart_is_not_wasted_twice() -> None:
+    sim_cfg = GangSimConfig(0, 1000, restart_s=30)
+    from gpudefrag.gangs.simulator import _Sim
+
+    job = Job(1, 0, 10_000, 8)
+    sim = _Sim(superpod(2), [job], _Spread(), None, sim_cfg)
+    run = Running(job, 0, 0)
+    sim.now = 250.0
+    sim._unwaste_restart(run)
+    sim._waste(job, run.move(250, 100, 30))  # restart until 280
+    sim.now = 270.0
+    sim._unwaste_restart(run)
+    sim._waste(job, run.move(270, 100, 30))  # restart again, until 300
+    assert sim.result.restart_gpu_s == 8 * 50  # idle from 250 to 300, not 60 s

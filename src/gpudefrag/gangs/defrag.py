@@ -229,20 +229,21 @@ class CheckpointDefrag:
         self._jobs = dict(state.jobs)
         costs: dict[int, float] | None = None
         self._vacate = None
-        failed: set[tuple[int, object]] = set()  # shapes without a plan in this call
+        failed: set[tuple[int, object, int | None]] = set()  # shapes without a plan in this call
         for job in pending:
             if len(plans) >= self.cfg.max_plans_per_tick or tried >= self.cfg.max_jobs_per_tick:
                 break
             if now_s - job.submit_s < self.cfg.min_wait_s or job.is_sharing or job.gpus > free:
                 continue
-            if (job.gpus, job.constraint) in failed:
+            shape = (job.gpus, job.constraint, job.job_id if job.job_id in self.reservations.nodes else None)
+            if shape in failed:
                 continue
             tried += 1
             if costs is None:
                 costs = self._costs(cur, running, now_s)
             plan = self._plan_for(cur, job, costs)
             if plan is None:
-                failed.add((job.gpus, job.constraint))
+                failed.add(shape)
                 continue
             plans.append(plan)
             cur = self._scratch

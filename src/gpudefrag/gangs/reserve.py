@@ -64,6 +64,10 @@ class ReservingPolicy:
         self.reservations = reservations
         self.name = inner.name
 
+    def owner_key(self, job: Job) -> int | None:
+        """Part of a job's shape for caching refusals: an owner sees nodes no one else does."""
+        return job.job_id if job.job_id in self.reservations.nodes else None
+
     def place(self, state: GangState, job: Job) -> list[int] | None:
         hidden = self.reservations.reserved_for_others(job.job_id)
         if hidden.size == 0:

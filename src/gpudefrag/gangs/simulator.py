@@ -7,12 +7,13 @@ Rules:
   id).  After every batch of simultaneous events the scheduler tries the queue in order and
   starts every job its policy can place (greedy backfill, as Kueue's BestEffortFIFO and
   Volcano's allocate action do); a gang starts whole or not at all.
-* A job whose shape (pod sizes, GPU share, constraint) the policy refused in this pass is not
-  asked again in the same pass (the state only loses room within a pass), and a pass stops
+* A job whose shape (pod sizes, GPU share, constraint, and for a reserving policy whether the
+  job owns a reservation) the policy refused in this pass is not asked again in the same pass (the state only loses room within a pass), and a pass stops
   once no GPU has any free milli left.  When the last
   events were arrivals only, only the new jobs are tried: the others were refused on a state
   with at least as much room.
-* A job runs ``duration_s`` of work.  Every ``defrag_tick_s`` the defragmenter (if any) gets
+* A job runs ``duration_s`` of work.  Every ``defrag_tick_s``, after that time's events and
+  scheduling pass (and again if it changed anything), the defragmenter (if any) gets
   the state, the queue and each running job's checkpoint information; each plan it returns is
   replayed on a scratch copy first (moved jobs unbound, re-bound at their new nodes, then the
   blocked job bound; required constraints checked) and executed only if all of that succeeds,
@@ -165,7 +166,8 @@ class _Sim:
         shape = self.shapes.get(job.job_id)
         if shape is None:
             shape = self.shapes[job.job_id] = (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint)
-        return shape
+        owner_key = getattr(self.policy, "owner_key", None)  # reservations: owners see more nodes
+        return shape if owner_key is None else (*shape, owner_key(job))
 
     def _pass(self) -> None:
         t0 = time.perf_counter()
@@ -251,6 +253,7 @@ class _Sim:
             self.state.unbind(m.job_id)
         for m in plan.moves:
             run = self.running[m.job_id]
+            self._unwaste_restart(run)
             lost = run.move(self.now, iv, rs)
             self.state.bind(run.job, list(m.to_nodes))
             self._push_end(run)
@@ -264,16 +267,25 @@ class _Sim:
         self.full_pass = True
 
     def _waste(self, job: Job, lost_s: float) -> None:
-        """Count the waste of one move that falls inside the window (lost work now, restart
-        time from now)."""
+        """Count the waste of one move: the lost work if the move is inside the window, and the
+        part of the restart (from now) that falls inside it."""
         cfg = self.cfg
         if cfg.measure_start_s <= self.now < cfg.measure_end_s:
             self.result.lost_gpu_s += job.gpu_share * lost_s
-            restart_in = min(self.now + cfg.restart_s, cfg.measure_end_s) - self.now
-            self.result.restart_gpu_s += job.gpu_share * restart_in
+        lo, hi = max(self.now, cfg.measure_start_s), min(self.now + cfg.restart_s, cfg.measure_end_s)
+        if hi > lo:
+            self.result.restart_gpu_s += job.gpu_share * (hi - lo)
+
+    def _unwaste_restart(self, run: Running) -> None:
+        """A job moved again while still restarting: the part of its earlier restart after now
+        (counted as waste when that move was made) is not served; take it back."""
+        cfg = self.cfg
+        lo, hi = max(self.now, cfg.measure_start_s), min(run.work_start_s, cfg.measure_end_s)
+        if hi > lo and run.moves > 0:
+            self.result.restart_gpu_s -= run.job.gpu_share * (hi - lo)
 
     def _defrag(self) -> None:
-        if self.defrag is None or not self.queue:
+        if self.defrag is None:
             return
         pending = [self.jobs[k[2]] for k in self.queue]
         c0 = time.perf_counter()
@@ -301,9 +313,6 @@ class _Sim:
             self.now = t
             if t >= cfg.measure_end_s:
                 break
-            if t == next_tick:
-                self._defrag()
-                next_tick += cfg.defrag_tick_s
             while self.events and self.events[0][0] == t:
                 _, kind, _, job_id, token = heapq.heappop(self.events)
                 if kind == _ARRIVE:
@@ -314,6 +323,11 @@ class _Sim:
                     self._end(job_id, token)
             self.queue.sort()
             self._pass()
+            if t == next_tick:  # after the events and the pass: it sees only jobs still blocked
+                self._defrag()
+                next_tick += cfg.defrag_tick_s
+                if self.full_pass:
+                    self._pass()
             if cfg.check_every_event:
                 check_state(self.state)
             snap, waiting = snapshot(self.state), self._gang_waiting()
