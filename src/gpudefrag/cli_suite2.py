@@ -2,10 +2,9 @@
 traces (see :mod:`gpudefrag.experiments.suite2`).
 
 ``--windows tuning`` (the default) runs the tuning windows into ``runs/suite2-tuning/``;
-``--windows report`` runs the held-out report windows into ``runs/suite2/`` (run once, on
-2026-12-01: spent); ``--windows confirmation`` the next held-out set, never run yet, into
-``runs/suite2-confirmation/``: run it once, at the end, with settings chosen on the tuning
-windows.  Names may also be listed
+``--windows report`` runs the held-out report windows into ``runs/suite2/`` and
+``--windows confirmation`` the next held-out set into ``runs/suite2-confirmation/``; both were
+run once on 2026-12-01 and are spent (a new set should come from the traces' other busy weeks).  Names may also be listed
 (``--windows itp04-w2,philly-w2``) into ``runs/suite2-other/``.
 """
 
@@ -94,7 +93,7 @@ def add_suite2_command(suites) -> None:
     s2.add_argument(
         "--windows",
         default="tuning",
-        help="tuning (default), report (spent), confirmation (never run), or window names",
+        help="tuning (default), report or confirmation (both spent), or window names",
     )
     s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
     s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")

@@ -369,8 +369,8 @@ REPORT: tuple[str, ...] = (
 )
 SPLITS: dict[str, tuple[str, ...]] = {}  # filled below: set name -> window names
 
-#: Picked on 2026-12-01 after the report windows were run (and spent): the next held-out set,
-#: never run.  Run it once, with settings chosen on the tuning windows only.
+#: Picked on 2026-12-01 after the report windows were run (and spent); run once the same day
+#: after the simulator fixes, and spent too.
 CONFIRMATION: tuple[str, ...] = (
     "itp04-w4",
     "itp04-w5",
