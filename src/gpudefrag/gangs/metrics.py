@@ -8,8 +8,6 @@ advance` adds ``value x overlap`` of the step with the window ``[start_s, end_s)
 * ``whole_domains_s[l]``: domains of level l with every node wholly free;
 * ``stranded_gpu_s``: free GPUs not on wholly free nodes, counted only while a multi-node gang
   waits (``gang_wait_s`` is that time): room a whole-node gang cannot use.
-
-``series`` samples the same quantities every ``sample_s`` for the charts.
 """
 
 from __future__ import annotations
@@ -51,25 +49,15 @@ def snapshot(state: GangState) -> Snapshot:
 class Meter:
     start_s: float
     end_s: float
-    sample_s: float
     alloc_gpu_s: float = 0.0
     whole_nodes_s: float = 0.0
     whole_domains_s: list[float] = field(default_factory=list)
     stranded_gpu_s: float = 0.0
     gang_wait_s: float = 0.0
-    series: list[tuple[float, Snapshot]] = field(default_factory=list)
-    _next_sample_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._next_sample_s = self.start_s
 
     def advance(self, t0_s: float, t1_s: float, snap: Snapshot, gang_waiting: bool) -> None:
         """Account the step ``[t0_s, t1_s)`` during which the state was ``snap``."""
         lo, hi = max(t0_s, self.start_s), min(t1_s, self.end_s)
-        while self._next_sample_s < t1_s and self._next_sample_s < self.end_s:
-            if self._next_sample_s >= t0_s:
-                self.series.append((self._next_sample_s, snap))
-            self._next_sample_s += self.sample_s
         if hi <= lo:
             return
         dt = hi - lo

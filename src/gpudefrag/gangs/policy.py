@@ -22,7 +22,7 @@ from gpudefrag.model.jobs import Job
 
 IntArray = npt.NDArray[np.int64]
 
-__all__ = ["GangPolicy", "candidate_levels", "domain_can_host", "job_fits_anywhere"]
+__all__ = ["GangPolicy", "candidate_levels", "domain_can_host"]
 
 
 class GangPolicy(Protocol):
@@ -63,12 +63,3 @@ def domain_can_host(state: GangState, job: Job, nodes: IntArray) -> bool:
         return True
     spare = free[~whole] if int(whole.sum()) == full else free
     return bool((spare >= rest[0]).any())
-
-
-def job_fits_anywhere(state: GangState, job: Job) -> bool:
-    """A cheap necessary condition: enough whole GPUs (or a GPU share) exist in the cluster."""
-    if job.is_sharing:
-        return bool((state.free_milli >= job.gpu_milli).any())
-    return bool(int(state.free_gpus.sum()) >= job.gpus) and domain_can_host(
-        state, job, np.arange(state.topology.num_nodes, dtype=np.int64)
-    )

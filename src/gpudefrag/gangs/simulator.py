@@ -52,7 +52,6 @@ class GangSimConfig:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     defrag_tick_s: float = 60.0
-    sample_s: float = 3600.0
     check_every_event: bool = False
 
 
@@ -124,11 +123,12 @@ class _Sim:
         self.records = {
             j.job_id: JobRecord(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
         }
-        self.meter = Meter(cfg.measure_start_s, cfg.measure_end_s, cfg.sample_s)
+        self.meter = Meter(cfg.measure_start_s, cfg.measure_end_s)
         self.result = GangSimResult([], self.meter, topology.total_gpus)
         self.hash = hashlib.sha256()
         self.now = 0.0
         self.rooms_version = 0
+        self.queued_gangs = 0  # queued jobs larger than one node (multi-node gangs)
         self.shapes: dict[int, tuple[object, ...]] = {}
 
     # ---- events ----------------------------------------------------------------------------
@@ -136,7 +136,12 @@ class _Sim:
         self.seq += 1
         heapq.heappush(self.events, (run.end_s, _END, self.seq, run.job.job_id, run.token))
 
+    def _is_gang(self, job: Job) -> bool:
+        return job.gpus > self.state.topology.max_gpus_per_node
+
     def _start(self, job: Job, nodes: list[int]) -> None:
+        """Start a queued job (every caller starts one from the queue)."""
+        self.queued_gangs -= self._is_gang(job)
         self.state.bind(job, nodes)
         check_job(self.state, job)
         run = Running(job, self.now, self.now)
@@ -298,10 +303,6 @@ class _Sim:
             self.rooms_version, self.full_pass = version, True
 
     # ---- main loop -------------------------------------------------------------------------
-    def _gang_waiting(self) -> bool:
-        gpn = self.state.topology.max_gpus_per_node
-        return any(self.jobs[k[2]].gpus > gpn for k in self.queue)
-
     def run(self) -> GangSimResult:
         cfg = self.cfg
         next_tick = cfg.measure_start_s if self.defrag is not None else float("inf")
@@ -319,6 +320,7 @@ class _Sim:
                     job = self.jobs[job_id]
                     self.queue.append(self._key(job))
                     self.new_jobs.append(job_id)
+                    self.queued_gangs += self._is_gang(job)
                 else:
                     self._end(job_id, token)
             self.queue.sort()
@@ -330,7 +332,7 @@ class _Sim:
                     self._pass()
             if cfg.check_every_event:
                 check_state(self.state)
-            snap, waiting = snapshot(self.state), self._gang_waiting()
+            snap, waiting = snapshot(self.state), self.queued_gangs > 0
         check_state(self.state)
         return self._finish()
 

@@ -30,6 +30,7 @@ first submission), days are 86,400 s.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -277,12 +278,26 @@ def mixed_workload(
 
 
 def load_trace(trace: str) -> list[Job]:
-    """The jobs of a registered trace: an ITP cluster (``itp_cluster04``) or ``philly``."""
+    """The jobs of a registered trace: an ITP cluster (``itp_cluster04``) or ``philly``.  Each
+    trace is read and checked once per process (a suite runs many windows and variants of it)."""
+    return list(_parsed_trace(trace))
+
+
+@functools.cache
+def _parsed_trace(trace: str) -> tuple[Job, ...]:
     if trace == PHILLY_DATASET:
-        return load_philly(trace)
+        return tuple(load_philly(trace))
     if trace in ITP_CLUSTERS:
-        return load_itp(trace)
+        return tuple(load_itp(trace))
     raise ConfigError(f"unknown job trace {trace!r}; known: {', '.join((*ITP_CLUSTERS, PHILLY_DATASET))}")
+
+
+@functools.cache
+def _mix_pods() -> PodTable:
+    """The openb pod list the mixed windows draw from, read once per process (never mutated)."""
+    from gpudefrag.workloads.openb import load_workload
+
+    return load_workload(MIX_POD_LIST)
 
 
 #: Window length, warm-up and the loads every suite window must support (see :func:`suite_windows`).
@@ -446,9 +461,7 @@ def suite_run(
     run = scaled_jobs(jobs, w, scale, SUITE_WARMUP_S)
     if not name.endswith(MIX_SUFFIX):
         return SuiteRun(run.jobs, run.measure, run_nodes(jobs, w, gpus_per_node))
-    from gpudefrag.workloads.openb import load_workload
-
-    pods = load_workload(MIX_POD_LIST)
+    pods = _mix_pods()
 
     def mixed(r: ScaledJobs) -> list[Job]:
         whole_run = Window(w.trace, 0.0, r.measure[1], 0.0)
