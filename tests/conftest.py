@@ -17,8 +17,10 @@ port without the simulator import :class:`InMemoryCluster` the same way.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +28,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from hypothesis import strategies as st
+from lightkube import Client, KubeConfig
 
+from gpudefrag.k8s.fake.apiserver import FakeApiServer
+from gpudefrag.k8s.fake.store import Store
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
 from gpudefrag.model.gang_state import GangState
@@ -402,3 +407,84 @@ def real_mirror() -> Path | None:
 
 
 needs_mirror = pytest.mark.skipif(real_mirror() is None, reason="dataset mirror not available")
+
+
+# ---- the Kubernetes driver: a fake API server, or a real cluster ---------------------------------
+# Fixtures for the Kubernetes driver's tests: a fake API server, and a lightkube client to it
+# (or to a real cluster).
+#
+# ``fake_api`` starts a :class:`~gpudefrag.k8s.fake.apiserver.FakeApiServer` on 127.0.0.1 with a
+# fresh store and a kubeconfig (``.store``, ``.url``, ``.kubeconfig_path``) and stops it after
+# the test.  ``kube_client`` is a ``lightkube.Client`` to it, or, when the environment variable
+# ``GPUDEFRAG_KUBECONFIG`` names a kubeconfig file, to that real cluster.  With a real cluster,
+# a test that requests ``fake_api`` (the fake's internals: its store, compaction) or carries the
+# ``fake_only`` mark is skipped.  ``kube_namespace`` is ``"default"`` on the fake and a fresh
+# namespace (deleted afterwards) on a real cluster.
+
+REAL_KUBECONFIG_ENV = "GPUDEFRAG_KUBECONFIG"
+_namespaces = itertools.count(1)
+
+
+def real_kubeconfig() -> Path | None:
+    """The real cluster's kubeconfig named by ``$GPUDEFRAG_KUBECONFIG``, if that file exists."""
+    value = os.environ.get(REAL_KUBECONFIG_ENV, "").strip()
+    path = Path(value).expanduser() if value else None
+    return path if path is not None and path.is_file() else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fake_only: needs the fake API server's internals (skipped on a real cluster)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if real_kubeconfig() is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs the fake API server (${REAL_KUBECONFIG_ENV} names a real cluster)")
+    for item in items:
+        if "fake_only" in item.keywords or "fake_api" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def fake_api(tmp_path: Path) -> Iterator[FakeApiServer]:
+    """A started fake API server with a fresh store (seed 0) and a kubeconfig; stopped after."""
+    if real_kubeconfig() is not None:
+        pytest.skip(f"needs the fake API server (${REAL_KUBECONFIG_ENV} names a real cluster)")
+    server = FakeApiServer(Store(seed=0)).start()
+    server.write_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.store.close()
+
+
+@pytest.fixture
+def kube_client(request: pytest.FixtureRequest) -> Iterator[Client]:
+    """A lightkube client to the real cluster of ``$GPUDEFRAG_KUBECONFIG``, else to ``fake_api``."""
+    path = real_kubeconfig()
+    if path is None:
+        path = request.getfixturevalue("fake_api").kubeconfig_path
+    client = Client(KubeConfig.from_file(path), field_manager="gpudefrag-tests")
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def kube_namespace(kube_client: Client) -> Iterator[str]:
+    """``"default"`` on the fake; a fresh namespace on a real cluster (deleted afterwards)."""
+    if real_kubeconfig() is None:
+        yield "default"
+        return
+    from lightkube.resources.core_v1 import Namespace
+
+    name = f"gpudefrag-test-{os.getpid()}-{next(_namespaces)}"
+    kube_client.create(Namespace.from_dict({"metadata": {"name": name}}))
+    try:
+        yield name
+    finally:
+        kube_client.delete(Namespace, name)

@@ -532,6 +532,12 @@ def build_parser() -> argparse.ArgumentParser:
     from gpudefrag.cli_gangsim import add_gangsim_command
 
     add_gangsim_command(sub)
+    from gpudefrag.cli_k8s import add_k8s_commands
+
+    add_k8s_commands(sub)
+    from gpudefrag.cli_plan import add_plan_command
+
+    add_plan_command(sub)
     return parser
 
 

@@ -14,6 +14,7 @@ Rule (the reference's ``GetTypicalPods`` with the published configuration):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -67,8 +68,14 @@ class TypicalPods:
         ]
 
 
-def typical_pods(pods: PodBatch, threshold_percent: int = POPULARITY_THRESHOLD_PERCENT) -> TypicalPods:
-    """Typical pods of an original (untuned) workload, as the module docstring states."""
+def typical_pods(
+    pods: PodBatch,
+    threshold_percent: int = POPULARITY_THRESHOLD_PERCENT,
+    mask_of: Callable[[str], int] = gpu_model_mask,
+) -> TypicalPods:
+    """Typical pods of an original (untuned) workload, as the module docstring states.
+    ``mask_of`` turns a ``gpu_spec`` into a model bitmask (the openb models by default; the
+    Kubernetes driver passes its registry of the models its nodes carry)."""
     counts: Counter[tuple[int, int, int, str]] = Counter(
         zip(pods.cpu_milli.tolist(), pods.gpu_milli.tolist(), pods.num_gpu.tolist(), pods.gpu_spec)
     )
@@ -89,7 +96,7 @@ def typical_pods(pods: PodBatch, threshold_percent: int = POPULARITY_THRESHOLD_P
         cpu_milli=np.array([k[0] for k, _ in kept], dtype=np.int64),
         gpu_milli=np.array([k[1] for k, _ in kept], dtype=np.int64),
         num_gpu=np.array([k[2] for k, _ in kept], dtype=np.int64),
-        gpu_model_mask=np.array([gpu_model_mask(k[3]) for k, _ in kept], dtype=np.int64),
+        gpu_model_mask=np.array([mask_of(k[3]) for k, _ in kept], dtype=np.int64),
         freq=np.array(freqs, dtype=np.float64),
         count=np.array([c for _, c in kept], dtype=np.int64),
         gpu_spec=tuple(k[3] for k, _ in kept),

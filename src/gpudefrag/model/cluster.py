@@ -234,6 +234,16 @@ class ClusterState:
         self.pod_count[node] = MAX_PODS_PER_NODE
         self._touch(node)
 
+    def mask_many(self, nodes: NDArray[np.int64]) -> None:
+        """:meth:`mask` for every node in ``nodes`` at once (one fresh version each)."""
+        if nodes.size == 0:
+            return
+        self.cpu_milli_left[nodes] = 0
+        self.memory_mib_left[nodes] = 0
+        self.gpu_milli_left[nodes, :] = 0
+        self.pod_count[nodes] = MAX_PODS_PER_NODE
+        self.version[nodes] = _fresh_versions(int(nodes.size))
+
     def snapshot(self) -> tuple[bytes, bytes, bytes, bytes, bytes, int]:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
         return (

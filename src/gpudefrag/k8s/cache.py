@@ -1,0 +1,377 @@
+"""The scheduler's picture of the cluster, built from informer events (no I/O here).
+
+Rules (those of kube-scheduler's cache):
+
+* A pod **counts on its node** (its CPU, memory and GPUs are taken in :attr:`ClusterCache.state`)
+  from the moment the scheduler decides it (*assumed*) or the API shows it bound
+  (``spec.nodeName``), until it has finished (phase Succeeded or Failed) or is gone.  A pod
+  being deleted (``deletionTimestamp`` set) still counts until the API removes it.
+* An assumed pod is forgotten when its bind fails; when the API shows it bound the assumption
+  is confirmed, on the node the API says.
+* A bound pod's GPUs are the ``alibabacloud.com/gpu-index`` annotation; a pod bound by someone
+  else without it gets the lowest-numbered free GPUs that fit.  A bound pod that does not fit
+  its node (overcommitted by another scheduler) is not counted and is reported in
+  :attr:`ClusterCache.inconsistent`.
+* A pod is **pending** for us when its ``spec.schedulerName`` is ours, it is not bound or
+  assumed, is not being deleted, has no scheduling gates, is in phase Pending and its request
+  parses.  A pod whose request does not parse is kept in :attr:`ClusterCache.invalid` with the
+  reason (the scheduler reports it once as a Kubernetes Event).
+* Nodes are indexed in name order; a node set or capacity change rebuilds the state and counts
+  every counted pod again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpudefrag.k8s import names
+from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
+from gpudefrag.k8s.requests import ObjectError, PodRequest, gpu_assignment, pod_request
+from gpudefrag.k8s.snapshot import lowest_free_gpus
+from gpudefrag.k8s.taints import tolerates_all
+from gpudefrag.k8s.timefmt import from_rfc3339
+from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
+from gpudefrag.model.pods import PodSpec
+
+log = logging.getLogger("gpudefrag.k8s")
+
+FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass
+class PodRecord:
+    """What the cache knows of one pod (keyed by UID)."""
+
+    uid: str
+    key: str
+    pod_id: int
+    obj: dict
+    request: PodRequest | None
+    error: str | None
+    node: str | None
+    phase: str
+    deleting: bool
+    gated: bool
+    ours: bool
+    placement: Placement | None = None
+    counted_on: str | None = None
+    assumed: bool = False
+
+    @property
+    def pod_group(self) -> str | None:
+        return self.request.pod_group if self.request is not None else None
+
+
+@dataclass
+class Reservation:
+    """A node held by the defragmentation controller for one pending pod (node annotations)."""
+
+    node: str
+    pod_key: str
+    until_s: float
+    plan: str = ""
+
+
+def _pod_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+
+
+@dataclass
+class ClusterCache:
+    """Nodes, pods and PodGroups as the API shows them, plus the scheduler's assumptions."""
+
+    scheduler_name: str = names.SCHEDULER_NAME
+    models: ModelRegistry = field(default_factory=ModelRegistry)
+
+    def __post_init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.order: list[str] = []
+        self.index: dict[str, int] = {}
+        self.state: ClusterState = cluster_state([], self.models)
+        self.pods: dict[str, PodRecord] = {}
+        self.by_key: dict[str, str] = {}
+        self.pod_groups: dict[str, int] = {}
+        self.invalid: dict[str, str] = {}
+        self.inconsistent: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self.by_id: dict[int, str] = {}
+        self.version = 0
+        """Bumped on every change that may let a pending pod fit (a pod leaving, a node change)."""
+        self.node_version = 0
+        """Bumped on every node event (taints, labels, readiness may have changed)."""
+        self._taint_cache: dict[str, tuple[int, np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ nodes
+    def apply_node(self, event: str, obj: dict) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if event == "DELETED":
+            if self.nodes.pop(name, None) is not None:
+                self._rebuild()
+            return
+        try:
+            info = node_info(obj)
+        except ObjectError as e:
+            log.warning("node %s ignored: %s", name, e)
+            return
+        old = self.nodes.get(name)
+        self.nodes[name] = info
+        self.node_version += 1
+        shape = (info.cpu_milli, info.memory_mib, info.gpu_count, info.gpu_model)
+        if old is None or (old.cpu_milli, old.memory_mib, old.gpu_count, old.gpu_model) != shape:
+            self._rebuild()
+        self.version += 1
+
+    def replace_nodes(self, objs: Iterable[dict]) -> None:
+        """A full list (after a relist): nodes not in it are gone."""
+        self.nodes = {}
+        for obj in objs:
+            try:
+                info = node_info(obj)
+            except ObjectError as e:
+                log.warning("node ignored: %s", e)
+                continue
+            self.nodes[info.name] = info
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self.node_version += 1
+        self.order = sorted(self.nodes)
+        self.index = {n: i for i, n in enumerate(self.order)}
+        self.state = cluster_state([self.nodes[n] for n in self.order], self.models)
+        for rec in self.pods.values():
+            rec.placement = None
+            rec.counted_on = None
+        for rec in self.pods.values():
+            self._count(rec)
+        self.version += 1
+
+    # ------------------------------------------------------------------- pods
+    def apply_pod(self, event: str, obj: dict) -> PodRecord | None:
+        """Apply one watch event; returns the pod's record (``None`` once it is gone)."""
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if event == "DELETED":
+            self._drop(uid)
+            return None
+        rec = self.pods.get(uid)
+        if rec is None:
+            rec = self._new_record(obj)
+            self.pods[uid] = rec
+            self.by_key[rec.key] = uid
+            self.by_id[rec.pod_id] = uid
+        else:
+            self._refresh(rec, obj)
+        if rec.node is not None and rec.assumed:
+            rec.assumed = False
+            if rec.counted_on != rec.node or self._api_gpus(rec) not in (None, self._gpus(rec)):
+                self._uncount(rec)
+        self._count(rec)
+        return rec
+
+    def replace_pods(self, objs: Iterable[dict]) -> None:
+        """A full list: pods not in it are gone; assumptions on pods still listed are kept."""
+        seen: set[str] = set()
+        for obj in objs:
+            rec = self.apply_pod("ADDED", obj)
+            if rec is not None:
+                seen.add(rec.uid)
+        for uid in [u for u in self.pods if u not in seen]:
+            self._drop(uid)
+
+    def _new_record(self, obj: dict) -> PodRecord:
+        pod_id = next(self._ids)
+        rec = PodRecord("", "", pod_id, {}, None, None, None, "", False, False, False)
+        self._refresh(rec, obj)
+        return rec
+
+    def _refresh(self, rec: PodRecord, obj: dict) -> None:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        rec.uid = meta.get("uid", "")
+        rec.key = _pod_key(obj)
+        rec.obj = obj
+        rec.node = spec.get("nodeName") or None
+        rec.phase = (obj.get("status") or {}).get("phase", "Pending")
+        rec.deleting = meta.get("deletionTimestamp") is not None
+        rec.gated = bool(spec.get("schedulingGates"))
+        rec.ours = spec.get("schedulerName") == self.scheduler_name
+        try:
+            rec.request = pod_request(obj, self.models)
+            rec.error = None
+            self.invalid.pop(rec.key, None)
+        except ObjectError as e:
+            rec.request = None
+            rec.error = str(e)
+            if rec.ours and rec.node is None:
+                self.invalid[rec.key] = rec.error
+
+    def _drop(self, uid: str) -> None:
+        rec = self.pods.pop(uid, None)
+        if rec is None:
+            return
+        self._uncount(rec)
+        self.by_key.pop(rec.key, None)
+        self.by_id.pop(rec.pod_id, None)
+        self.invalid.pop(rec.key, None)
+        self.inconsistent.pop(rec.key, None)
+        self.version += 1
+
+    # -------------------------------------------------------------- counting
+    def _should_count(self, rec: PodRecord) -> str | None:
+        """The node ``rec`` counts on (module docstring), or ``None``."""
+        if rec.request is None or rec.phase in FINISHED:
+            return None
+        if rec.node is not None:
+            return rec.node if rec.node in self.index else None
+        return rec.counted_on if rec.assumed else None
+
+    def _api_gpus(self, rec: PodRecord) -> tuple[int, ...] | None:
+        try:
+            return gpu_assignment(rec.obj)
+        except ObjectError:
+            return None
+
+    def _gpus(self, rec: PodRecord) -> tuple[int, ...] | None:
+        return rec.placement.gpus if rec.placement is not None else None
+
+    def _count(self, rec: PodRecord) -> None:
+        want = self._should_count(rec)
+        if want == rec.counted_on:
+            return
+        self._uncount(rec)
+        if want is None or rec.request is None:
+            return
+        node = self.index[want]
+        spec = rec.request.spec
+        gpus = self._api_gpus(rec)
+        if gpus is None or self.state.why_not_fits(node, spec, gpus) is not None:
+            gpus = self._lowest_free_gpus(node, spec)
+        if gpus is None:
+            self.inconsistent[rec.key] = f"does not fit on node {want} as the cache sees it"
+            log.warning("pod %s bound to %s does not fit there; not counted", rec.key, want)
+            return
+        placement = Placement(node, gpus, spec)
+        try:
+            self.state.bind(placement)
+        except PlacementError as e:  # pragma: no cover - guarded by why_not_fits above
+            self.inconsistent[rec.key] = str(e)
+            return
+        rec.placement = placement
+        rec.counted_on = want
+        self.inconsistent.pop(rec.key, None)
+
+    def _uncount(self, rec: PodRecord) -> None:
+        if rec.placement is not None:
+            self.state.unbind(rec.placement)
+            self.version += 1
+        rec.placement = None
+        rec.counted_on = None
+
+    def _lowest_free_gpus(self, node: int, spec: PodSpec) -> tuple[int, ...] | None:
+        """The lowest-numbered GPUs of ``node`` with room for ``spec`` (``()`` for CPU-only),
+        if the pod fits there with them."""
+        gpus = lowest_free_gpus(self.state, node, spec)
+        return gpus if gpus is not None and self.state.why_not_fits(node, spec, gpus) is None else None
+
+    # ----------------------------------------------------------- assumptions
+    def assume(self, uid: str, placement: Placement) -> None:
+        """Count a pod on the node the scheduler chose, before its bind returns."""
+        rec = self.pods[uid]
+        self._uncount(rec)
+        self.state.bind(placement)
+        rec.placement = placement
+        rec.counted_on = self.order[placement.node]
+        rec.assumed = True
+
+    def forget(self, uid: str) -> None:
+        """Undo :meth:`assume` after a failed bind (no-op if the API has shown it bound)."""
+        rec = self.pods.get(uid)
+        if rec is not None and rec.assumed:
+            rec.assumed = False
+            self._uncount(rec)
+
+    # ---------------------------------------------------------------- queries
+    def pending(self) -> list[PodRecord]:
+        """Our pods waiting for a node, in queue order: priority (high first), then creation."""
+        out = [
+            r
+            for r in self.pods.values()
+            if r.ours
+            and r.request is not None
+            and r.node is None
+            and not r.assumed
+            and not r.deleting
+            and not r.gated
+            and r.phase == "Pending"
+        ]
+        out.sort(key=lambda r: (-r.request.priority, r.request.created_s, r.key))  # type: ignore[union-attr]
+        return out
+
+    def all_reservations(self) -> list[Reservation]:
+        """Every node's reservation annotations, expired ones included (a malformed expiry
+        counts as expired: ``until_s`` 0)."""
+        out = []
+        for name in self.order:
+            ann = self.nodes[name].annotations
+            pod = ann.get(names.RESERVED_FOR)
+            if not pod:
+                continue
+            try:
+                until = from_rfc3339(ann.get(names.RESERVED_UNTIL, ""))
+            except ValueError:
+                until = 0.0
+            out.append(Reservation(name, pod, until, ann.get(names.PLAN, "")))
+        return out
+
+    def reservations(self, now_s: float) -> list[Reservation]:
+        """Active reservations (node annotations written by the defragmentation controller)."""
+        return [r for r in self.all_reservations() if r.until_s > now_s]
+
+    def tainted_for(self, rec: PodRecord) -> np.ndarray:
+        """Indices of the nodes whose taints ``rec`` does not tolerate (:mod:`gpudefrag.k8s.taints`),
+        cached per distinct tolerations until a node changes."""
+        tolerations = (rec.obj.get("spec") or {}).get("tolerations") or []
+        key = json.dumps(tolerations, sort_keys=True)
+        hit = self._taint_cache.get(key)
+        if hit is not None and hit[0] == self.node_version:
+            return hit[1]
+        bad = [
+            i
+            for i, n in enumerate(self.order)
+            if self.nodes[n].taints and not tolerates_all(tolerations, self.nodes[n].taints)
+        ]
+        out = np.array(bad, dtype=np.int64)
+        self._taint_cache[key] = (self.node_version, out)
+        return out
+
+    def unusable_nodes(self) -> list[int]:
+        """Indices of nodes no pod may be placed on: not Ready, or cordoned / tainted."""
+        return [
+            i for i, n in enumerate(self.order) if not (self.nodes[n].ready and self.nodes[n].schedulable)
+        ]
+
+    def members(self, group_key: str) -> list[PodRecord]:
+        """Pods labelled with PodGroup ``namespace/name``, finished ones excluded."""
+        ns, _, name = group_key.partition("/")
+        return [
+            r
+            for r in self.pods.values()
+            if r.pod_group == name and r.key.split("/", 1)[0] == ns and r.phase not in FINISHED
+        ]
+
+    def apply_pod_group(self, event: str, obj: dict) -> None:
+        key = _pod_key(obj)
+        if event == "DELETED":
+            self.pod_groups.pop(key, None)
+            return
+        try:
+            self.pod_groups[key] = max(1, int((obj.get("spec") or {}).get("minMember", 1)))
+        except (TypeError, ValueError):
+            log.warning("PodGroup %s: spec.minMember is not an integer", key)
+        self.version += 1

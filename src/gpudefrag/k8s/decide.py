@@ -1,0 +1,189 @@
+"""One scheduling cycle on the cache: the decision core, fed from the informer cache.
+
+Rules:
+
+* The state decided on is the cache's, with every node that is not Ready or is cordoned masked;
+  for each pod, every node whose taints it does not tolerate (runs of pods that tolerate the
+  same nodes are decided together); and every node reserved by the defragmentation controller,
+  for all pods but the one it is reserved for (which is decided first, alone: on its reserved node when it fits there,
+  else anywhere outside the other reservations).
+* The pending pods are taken in queue order (priority, then creation time).  Runs of single pods
+  go to the configured :class:`~gpudefrag.model.port.Scheduler` (a per-pod policy such as FGD,
+  or the CP-SAT batch placer) as one cycle; a gang (pods sharing a PodGroup) is placed all or
+  nothing with :func:`~gpudefrag.k8s.gangplace.place_gang` once at least ``minMember`` of its
+  pods exist, with the members already bound (after a restart) pinning its domain.
+* Each decision is applied to a working copy before the next one is made, so one cycle never
+  places two pods in the same room.  The result is a list of (pod, placement) to assume and bind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.k8s.gangplace import place_gang
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.model.port import PendingPod, Scheduler
+from gpudefrag.model.topology import Topology
+from gpudefrag.policies.base import Policy
+
+
+@dataclass
+class Cycle:
+    """A :class:`~gpudefrag.model.port.SchedulingCycle` over a list of pending pods."""
+
+    now_s: float
+    state: ClusterState
+    pending: Sequence[PendingPod]
+    blocked: Sequence[PendingPod]
+
+
+@dataclass
+class CycleResult:
+    binds: list[tuple[PodRecord, Placement]]
+    unplaced: list[PodRecord]
+    gangs_waiting: list[str]
+    """PodGroups with fewer than ``minMember`` pods so far."""
+
+
+def _pending_pod(rec: PodRecord) -> PendingPod:
+    req = rec.request
+    assert req is not None
+    return PendingPod(rec.pod_id, req.spec, req.created_s, req.priority, False)
+
+
+def decide_cycle(
+    cache: ClusterCache,
+    pending: Sequence[PodRecord],
+    scheduler: Scheduler,
+    policy: Policy,
+    topology: Topology | None,
+    now_s: float,
+) -> CycleResult:
+    """Placements for ``pending`` (in queue order) on the cache's state (module docstring)."""
+    reservations = {r.node: r.pod_key for r in cache.reservations(now_s)}
+    reserved_idx = np.array([cache.index[n] for n in reservations if n in cache.index], dtype=np.int64)
+    unusable = np.array(cache.unusable_nodes(), dtype=np.int64)
+    work = cache.state.copy()
+    work.mask_many(unusable)
+    result = CycleResult([], [], [])
+    owners = {pod: node for node, pod in reservations.items()}
+    rest: list[PodRecord] = []
+    for rec in pending:
+        node = owners.get(rec.key)
+        if node is None or rec.pod_group is not None:
+            rest.append(rec)
+            continue
+        assert rec.request is not None
+        allowed = _without(work, cache.tainted_for(rec))
+        p = _select_owner(allowed, policy, rec.request.spec, cache.index[node], reserved_idx)
+        if p is None:
+            result.unplaced.append(rec)
+        else:
+            work.bind(p)
+            result.binds.append((rec, p))
+    work.mask_many(reserved_idx)
+    singles: list[PodRecord] = []
+    tainted = np.zeros(0, dtype=np.int64)
+    done_groups: set[str] = set()
+    for rec in rest:
+        if rec.pod_group is None:
+            off = cache.tainted_for(rec)
+            if singles and not np.array_equal(off, tainted):
+                _flush(singles, scheduler, work, tainted, now_s, result)
+                singles = []
+            tainted = off
+            singles.append(rec)
+            continue
+        ns = rec.key.split("/", 1)[0]
+        group = f"{ns}/{rec.pod_group}"
+        if group in done_groups:
+            continue
+        done_groups.add(group)
+        _flush(singles, scheduler, work, tainted, now_s, result)
+        singles = []
+        _place_group(cache, group, pending, policy, topology, work, result)
+    _flush(singles, scheduler, work, tainted, now_s, result)
+    return result
+
+
+def _without(work: ClusterState, nodes: np.ndarray) -> ClusterState:
+    """``work`` itself when ``nodes`` is empty, else a copy with ``nodes`` masked."""
+    if nodes.size == 0:
+        return work
+    view = work.copy()
+    view.mask_many(nodes)
+    return view
+
+
+def _select_owner(
+    work: ClusterState, policy: Policy, spec: PodSpec, node: int, reserved_idx: np.ndarray
+) -> Placement | None:
+    """A reservation's owner goes to its reserved node when it fits there, else wherever the
+    policy puts it outside the other reservations."""
+    only = work.copy()
+    only.mask_many(np.setdiff1d(np.arange(work.num_nodes, dtype=np.int64), [node]))
+    p = policy.select(only, spec)
+    if p is not None:
+        return p
+    own = work.copy()
+    own.mask_many(np.setdiff1d(reserved_idx, [node]))
+    return policy.select(own, spec)
+
+
+def _flush(
+    singles: list[PodRecord],
+    scheduler: Scheduler,
+    work: ClusterState,
+    tainted: np.ndarray,
+    now_s: float,
+    result: CycleResult,
+) -> None:
+    """Decide a run of single pods that tolerate the same nodes; binds go onto ``work``."""
+    if not singles:
+        return
+    by_id = {r.pod_id: r for r in singles}
+    decision = scheduler.decide(Cycle(now_s, _without(work, tainted), [_pending_pod(r) for r in singles], []))
+    bound: set[int] = set()
+    for b in decision.binds:
+        work.bind(b.placement)
+        result.binds.append((by_id[b.pod_id], b.placement))
+        bound.add(b.pod_id)
+    result.unplaced += [r for r in singles if r.pod_id not in bound]
+
+
+def _place_group(
+    cache: ClusterCache,
+    group: str,
+    pending: Sequence[PodRecord],
+    policy: Policy,
+    topology: Topology | None,
+    work: ClusterState,
+    result: CycleResult,
+) -> None:
+    ns, _, name = group.partition("/")
+    waiting = [r for r in pending if r.pod_group == name and r.key.split("/", 1)[0] == ns]
+    members = cache.members(group)
+    need = cache.pod_groups.get(group)
+    if need is None or len(members) < need:
+        result.gangs_waiting.append(group)
+        return
+    pinned = [
+        cache.index[r.counted_on] for r in members if r.counted_on is not None and r.counted_on in cache.index
+    ]
+    req = waiting[0].request
+    assert req is not None
+    specs = [r.request.spec for r in waiting if r.request is not None]
+    placed = place_gang(
+        _without(work, cache.tainted_for(waiting[0])), specs, policy, topology, req.constraint, pinned
+    )
+    if placed is None:
+        result.unplaced += waiting
+        return
+    for rec, p in zip(waiting, placed):
+        work.bind(p)
+        result.binds.append((rec, p))

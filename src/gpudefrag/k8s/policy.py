@@ -1,0 +1,87 @@
+"""The decision core the Kubernetes driver runs: the same policies and batch placer as the
+simulators, and the target workload (typical pods) they measure fragmentation against.
+
+Typical pods: given explicitly (``typical``, e.g. the simulator's, for parity), or *observed*:
+FGD's rule (:func:`~gpudefrag.frag.typical.typical_pods`) over the requests of every pod the
+cache has seen, recomputed when the number of pods seen has doubled since the last time (and at
+the first cycle), so the measure follows the cluster's real mix without changing at every pod.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.frag.typical import TypicalPods, typical_pods
+from gpudefrag.k8s import names
+from gpudefrag.k8s.cache import ClusterCache
+from gpudefrag.k8s.topology_config import topology_from_nodes
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.pods import PodSpec, pod_batch
+from gpudefrag.model.port import Scheduler
+from gpudefrag.model.topology import Topology
+from gpudefrag.policies.base import Policy
+from gpudefrag.policies.registry import make_policy
+from gpudefrag.policies.scheduler import PolicyScheduler
+
+SOLVER = "solver"
+SOLVER_BATCH_PODS = 16
+
+
+class DecisionCore:
+    def __init__(self, policy: str, topology_levels: list[str], typical: TypicalPods | None = None) -> None:
+        self.policy_name = policy
+        self.topology_levels = list(topology_levels)
+        self.fixed_typical = typical
+        self.topology: Topology | None = None
+        self._seen = 0
+        self.policy: Policy
+        self.scheduler: Scheduler
+        self._build(typical if typical is not None else typical_pods(pod_batch([PodSpec(0, 0, 1, 1000)])))
+
+    def _build(self, typical: TypicalPods) -> None:
+        self.typical = typical
+        base = "fgd" if self.policy_name == SOLVER else self.policy_name
+        self.policy = make_policy(base, typical)
+        if self.policy_name == SOLVER:
+            self.scheduler = BatchScheduler(BatchPlacer(typical), SOLVER_BATCH_PODS, solver_batches=1)
+        else:
+            self.scheduler = PolicyScheduler(self.policy)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Decide a whole-GPU and a shared-GPU pod on a one-node state, so the compiled kernels
+        are loaded before the first real pod waits for them."""
+        one = ClusterState(
+            ["warm-up"], np.zeros(1, np.int64), np.full(1, 8), np.full(1, 1000), np.full(1, 1024)
+        )
+        for spec in (PodSpec(100, 64, 1, 1000), PodSpec(100, 64, 1, 500)):
+            self.policy.select(one, spec)
+
+    def observe(self, cache: ClusterCache) -> None:
+        """Recompute observed typical pods when the pods seen have doubled (module docstring)."""
+        if self.fixed_typical is not None:
+            return
+        n = len(cache.pods)
+        if self._seen and n < 2 * self._seen:
+            return
+        specs: list[PodSpec] = []
+        gpu_specs: list[str] = []
+        for rec in cache.pods.values():
+            if rec.request is None:
+                continue
+            specs.append(rec.request.spec)
+            annotations = (rec.obj.get("metadata") or {}).get("annotations") or {}
+            gpu_specs.append(annotations.get(names.ALIBABA_GPU_MODEL, ""))
+        if not specs:
+            return
+        self._seen = max(1, n)
+        self._build(typical_pods(pod_batch(specs, gpu_specs), mask_of=cache.models.mask_of))
+
+    def nodes_changed(self, cache: ClusterCache) -> None:
+        """Rebuild the topology from the nodes' labels."""
+        if not self.topology_levels or not cache.order:
+            self.topology = None
+            return
+        self.topology = topology_from_nodes([cache.nodes[n] for n in cache.order], self.topology_levels)

@@ -1,0 +1,79 @@
+"""One scheduling cycle on the cache: reservations, masked nodes, gangs waiting for members."""
+
+from __future__ import annotations
+
+import copy
+
+from k8sobj import node, pod, pod_group
+
+from gpudefrag.k8s import names
+from gpudefrag.k8s.cache import ClusterCache
+from gpudefrag.k8s.decide import decide_cycle
+from gpudefrag.k8s.policy import DecisionCore
+from gpudefrag.k8s.timefmt import to_rfc3339
+
+NOW = 1_800_000_000.0
+
+
+def _setup(*nodes):
+    cache = ClusterCache()
+    cache.replace_nodes(nodes)
+    core = DecisionCore("bestfit", [])
+    core.nodes_changed(cache)
+    return cache, core
+
+
+def _decide(cache, core):
+    core.observe(cache)
+    return decide_cycle(cache, cache.pending(), core.scheduler, core.policy, core.topology, NOW)
+
+
+def _where(result):
+    return {rec.key: result_node for rec, result_node in ((r, p.node) for r, p in result.binds)}
+
+
+def test_reserved_node_only_for_its_pod():
+    a = node("a", gpus=8)
+    b = node("b", gpus=8)
+    b["metadata"]["annotations"] = {
+        names.RESERVED_FOR: "default/big",
+        names.RESERVED_UNTIL: to_rfc3339(NOW + 60),
+    }
+    cache, core = _setup(a, b)
+    cache.apply_pod("ADDED", pod("small", gpus=8, created="2026-12-01T00:00:00Z"))
+    cache.apply_pod("ADDED", pod("big", gpus=8, created="2026-12-01T00:00:01Z"))
+    cache.apply_pod("ADDED", pod("third", gpus=8, created="2026-12-01T00:00:02Z"))
+    result = _decide(cache, core)
+    # big owns b; small takes a (b is masked for it); third finds nothing left
+    assert _where(result) == {"default/big": 1, "default/small": 0}
+    assert [r.key for r in result.unplaced] == ["default/third"]
+
+
+def test_expired_reservation_is_ignored_and_unready_node_masked():
+    a = node("a", gpus=8)
+    a["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    b = node("b", gpus=8)
+    b["metadata"]["annotations"] = {
+        names.RESERVED_FOR: "default/x",
+        names.RESERVED_UNTIL: to_rfc3339(NOW - 1),
+    }
+    cache, core = _setup(a, b)
+    cache.apply_pod("ADDED", pod("p", gpus=4))
+    assert _where(_decide(cache, core)) == {"default/p": 1}
+
+
+def test_gang_waits_for_min_member_then_binds_all_or_nothing():
+    cache, core = _setup(node("a", gpus=8), node("b", gpus=8))
+    cache.apply_pod_group("ADDED", pod_group("g", 3))
+    for i in range(2):
+        cache.apply_pod("ADDED", pod(f"g-{i}", gpus=8, group="g"))
+    result = _decide(cache, core)
+    assert result.binds == [] and result.gangs_waiting == ["default/g"]
+    cache.apply_pod("ADDED", pod("g-2", gpus=8, group="g"))
+    result = _decide(cache, core)  # 3 x 8 GPUs on 2 nodes: nothing binds
+    assert result.binds == [] and len(result.unplaced) == 3
+    cache.apply_pod_group("MODIFIED", pod_group("g", 2))
+    shrunk = copy.deepcopy(cache.pods[cache.by_key["default/g-2"]].obj)
+    cache.apply_pod("DELETED", shrunk)
+    result = _decide(cache, core)
+    assert sorted(p.node for _, p in result.binds) == [0, 1]
