@@ -78,6 +78,7 @@ def positive_int(text: str) -> int:
 # ----------------------------------------------------------------------------- commands
 def cmd_calib(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.calib import format_table, run_calibration, summarise, write_results
+    from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.policies.registry import POLICY_NAMES
     from gpudefrag.workloads.openb import PUBLISHED_WORKLOADS
 
@@ -87,15 +88,19 @@ def cmd_calib(args: argparse.Namespace) -> int:
         if p not in POLICY_NAMES:
             raise ConfigError(f"unknown policy {p!r}; known: {', '.join(POLICY_NAMES)}")
     started = time.perf_counter()
-    checks = run_calibration(workloads, policies, args.seeds, args.jobs, progress=not args.no_progress)
+    with RunExecutor(args.jobs, args.dask) as executor:
+        checks = run_calibration(
+            workloads, policies, args.seeds, progress=not args.no_progress, executor=executor
+        )
+        where = executor.describe()
     wall = time.perf_counter() - started
     summaries = summarise(checks)
-    paths = write_results(checks, summaries, args.out / "calib")
+    paths = write_results(checks, summaries, args.out / "calib", where)
     print(format_table(summaries))
     passed = all(s.passed for s in summaries)
     exact = sum(c.exact for c in checks)
     print(
-        f"\n{len(checks)} runs in {wall:.1f} s; {exact}/{len(checks)} runs exact; "
+        f"\n{len(checks)} runs in {wall:.1f} s ({where}); {exact}/{len(checks)} runs exact; "
         f"gate {'PASSED' if passed else 'FAILED'}"
     )
     print("wrote " + ", ".join(str(p) for p in paths))
@@ -173,6 +178,7 @@ def parse_float_list(text: str) -> list[float]:
 
 def cmd_suite_1a(args: argparse.Namespace) -> int:
     from gpudefrag.batch.placer import SolverConfig
+    from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report1a import diagnose, write_report
     from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
 
@@ -189,7 +195,8 @@ def cmd_suite_1a(args: argparse.Namespace) -> int:
         solver=solver,
     )
     started = time.perf_counter()
-    runs = run_suite(config, args.jobs, progress=not args.no_progress)
+    with RunExecutor(args.jobs, args.dask) as executor:
+        runs = run_suite(config, progress=not args.no_progress, executor=executor)
     wall = time.perf_counter() - started
     folder = args.out / "suite1a"
     paths = write_report(runs, config, folder, wall, diagnose(runs))
@@ -219,6 +226,7 @@ def parse_seeds_or_set(text: str) -> list[int]:
 
 def cmd_suite_1b(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, seed_set_name
+    from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report1b import write_report
     from gpudefrag.experiments.suite1b import VARIANTS, build_config, run_suite
 
@@ -245,7 +253,8 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
     if args.set:
         title += "; settings changed: " + ", ".join(args.set)
     started = time.perf_counter()
-    runs = run_suite(config, args.jobs, progress=not args.no_progress)
+    with RunExecutor(args.jobs, args.dask) as executor:
+        runs = run_suite(config, progress=not args.no_progress, executor=executor)
     wall = time.perf_counter() - started
     folder = args.out / SEED_SET_FOLDERS.get(set_name or "", "suite1b-other-seeds")
     paths = write_report(runs, config, folder, wall, title)
@@ -300,17 +309,31 @@ def _add_shared_suite_options(
     seeds_help: str,
     parse: Callable[[str], list[int]] = parse_seeds,
 ) -> None:
-    """Options both suites take: workload, seeds (read by ``parse``), worker processes, output
-    folder, progress bar."""
+    """Options both suites take: workload, seeds (read by ``parse``), worker processes or a Dask
+    scheduler, output folder, progress bar."""
     parser.add_argument(
         "--workload", default="openb_pod_list_default", help="openb pod list (default %(default)s)"
     )
     parser.add_argument("--seeds", type=parse, default=seeds, help=seeds_help)
-    parser.add_argument(
-        "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
-    )
+    add_executor_options(parser)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+DASK_HELP = (
+    "run on the existing Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of local "
+    "processes; needs gpudefrag[dask], and the workers must see the data (GPUDEFRAG_MIRROR)"
+)
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where a sweep's runs go: ``--jobs N`` local worker processes or ``--dask ADDRESS`` (one
+    or the other: ``--jobs`` sizes the local pool, which ``--dask`` replaces)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
+    )
+    where.add_argument("--dask", metavar="ADDRESS", default=None, help=DASK_HELP)
 
 
 def _add_settings_option(parser: argparse.ArgumentParser) -> None:
@@ -490,9 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy", action="append", metavar="NAME", help="policy (repeatable; default all six)"
     )
     calib.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)), help="seeds (default 42-51)")
-    calib.add_argument(
-        "--jobs", type=positive_int, default=None, help="worker processes (default: all cores)"
-    )
+    add_executor_options(calib)
     calib.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default ./runs)")
     calib.add_argument("--no-progress", action="store_true", help="no progress bar")
     calib.set_defaults(func=cmd_calib)

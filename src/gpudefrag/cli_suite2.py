@@ -51,6 +51,7 @@ def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
 
 def cmd_suite_2(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.config2 import VARIANTS, Suite2Config
+    from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report2 import write_report
     from gpudefrag.experiments.suite2 import run_suite
     from gpudefrag.model.jobs import parse_constraint
@@ -71,13 +72,25 @@ def cmd_suite_2(args: argparse.Namespace) -> int:
         gang_constraint=args.constraint,
     )
     started = time.perf_counter()
-    runs = run_suite(cfg, args.jobs, progress=not args.no_progress)
+    with RunExecutor(args.jobs, args.dask) as executor:
+        runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
+        where = executor.describe()
     wall = time.perf_counter() - started
     folder = args.out / FOLDERS.get(set_name, "suite2-other")
     paths = write_report(runs, cfg, wall, folder)
+    note_executor(paths[0], where)
     print(paths[0].read_text())
     print("wrote " + ", ".join(str(p) for p in paths[:2]) + f" and {len(paths) - 2} charts")
     return 0
+
+
+def note_executor(report: Path, description: str) -> None:
+    """Append the executor the runs ran on to the Markdown ``report`` (rewritten whole)."""
+    from gpudefrag.experiments.atomic import atomic_write
+
+    text = report.read_text()
+    with atomic_write(report) as fh:
+        fh.write(text + f"\nExecutor: {description}.\n")
 
 
 def add_suite2_command(suites) -> None:
@@ -104,7 +117,15 @@ def add_suite2_command(suites) -> None:
         default="preferred:leaf",
         help="multi-node gangs' topology constraint (default preferred:leaf)",
     )
-    s2.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    where = s2.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    where.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        default=None,
+        help="run on the existing Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of "
+        "local processes; needs gpudefrag[dask], and the workers must see the data (GPUDEFRAG_MIRROR)",
+    )
     s2.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default ./runs)")
     s2.add_argument("--no-progress", action="store_true", help="no progress bar")
     s2.set_defaults(func=cmd_suite_2)

@@ -109,3 +109,16 @@ def test_relist_drops_vanished_pods_and_node_change_recounts():
     c.replace_pods([pod("q", gpus=1, uid=c.by_key["default/q"])])
     assert sum(_free_gpu_milli(c, "b")) == 8000
     assert list(c.by_key) == ["default/q"]
+
+
+def test_an_assumed_pod_keeps_its_room_when_the_node_list_changes():
+    c = _cache(node("a"), node("b"))
+    rec = c.apply_pod("ADDED", pod("p", gpus=8))
+    from gpudefrag.model.cluster import Placement
+
+    c.assume(rec.uid, Placement(1, tuple(range(8)), rec.request.spec))  # its bind is in flight
+    c.apply_node("ADDED", node("0-first"))  # sorts first: every node index shifts by one
+    assert c.order == ["0-first", "a", "b"]
+    assert sum(_free_gpu_milli(c, "b")) == 0 and rec.assumed and rec.counted_on == "b"
+    c.replace_nodes([node("a")])  # its node is gone: the assumption is dropped, the pod pending again
+    assert not rec.assumed and [r.key for r in c.pending()] == ["default/p"]

@@ -77,3 +77,39 @@ def test_gang_waits_for_min_member_then_binds_all_or_nothing():
     cache.apply_pod("DELETED", shrunk)
     result = _decide(cache, core)
     assert sorted(p.node for _, p in result.binds) == [0, 1]
+
+
+def test_solver_mode_places_a_cycle_validly():
+    # the CP-SAT batch placer behind the same cycle: every bind fits, and applied in order they
+    # never overfill a node (a 4-GPU node takes at most 4 of the 1-GPU pods)
+    cache, _ = _setup(node("a", gpus=4), node("b", gpus=4))
+    core = DecisionCore("solver", [])
+    for i in range(10):
+        cache.apply_pod("ADDED", pod(f"p{i}", gpus=1, created=f"2026-12-01T00:00:{i:02d}Z"))
+    result = _decide(cache, core)
+    state = cache.state.copy()
+    for _, p in result.binds:
+        state.bind(p)  # raises if a placement does not fit
+    assert len(result.binds) == 8 and len(result.unplaced) == 2
+
+
+def test_gang_with_a_gated_member_waits():
+    # minMember 3: two members schedulable, the third still carries a scheduling gate (Kueue lifts
+    # them one by one); nothing may bind until all three can go together
+    cache, core = _setup(node("a", gpus=8), node("b", gpus=8), node("c", gpus=8))
+    cache.apply_pod_group("ADDED", pod_group("g", 3))
+    for i in range(3):
+        p = pod(f"g-{i}", gpus=8, group="g")
+        if i == 2:
+            p["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+        cache.apply_pod("ADDED", p)
+    result = _decide(cache, core)
+    assert result.binds == [] and result.gangs_waiting == ["default/g"]
+    # only one member in this cycle's slice: the other pending members are placed with it
+    ungated = copy.deepcopy(cache.pods[cache.by_key["default/g-2"]].obj)
+    ungated["spec"].pop("schedulingGates")
+    cache.apply_pod("MODIFIED", ungated)
+    core.observe(cache)
+    only_new = [cache.pods[cache.by_key["default/g-2"]]]
+    result = decide_cycle(cache, only_new, core.scheduler, core.policy, core.topology, NOW)
+    assert sorted(p.node for _, p in result.binds) == [0, 1, 2]

@@ -90,3 +90,42 @@ def test_pdb_refusal_backs_off_and_never_forces():
         assert rec.counters.refused_429 == 1
         assert all(p["metadata"].get("deletionTimestamp") is None for p in fc.pods())
         assert fc.auditor.report().forbidden_evictions == []
+
+
+def test_a_plan_naming_a_pod_that_may_not_move_is_not_carried_out():
+    # a plan annotation (as if written by an older controller, or by hand) lists an ownerless pod
+    # and a do-not-disrupt pod: the controller's last check refuses both
+    with FakeCluster(scale=10.0, heartbeat_s=600.0) as fc:
+        make_nodes(fc.store, 1)
+        from k8sobj import pod
+
+        uids = []
+        for name, owner, ann in (("orphan", False, {}), ("pinned", True, {names.DO_NOT_DISRUPT: "true"})):
+            body = pod(name, gpus=1, owner=owner, annotations=ann)
+            body["metadata"] = {
+                k: v for k, v in body["metadata"].items() if k not in ("uid", "creationTimestamp")
+            }
+            uids.append(fc.store.create("pods", "default", body)["metadata"]["uid"])
+            fc.store.bind("default", name, "node-0000", {names.ALIBABA_GPU_INDEX: str(len(uids) - 1)})
+        waiting = pod("waiting", gpus=8)
+        waiting["metadata"] = {
+            k: v for k, v in waiting["metadata"].items() if k not in ("uid", "creationTimestamp")
+        }
+        fc.store.create("pods", "default", waiting)
+        plan = {"pod": "default/waiting", "node": "node-0000", "victims": uids, "moves": []}
+        from gpudefrag.k8s.timefmt import to_rfc3339
+
+        annotations = {
+            names.RESERVED_FOR: "default/waiting",
+            names.RESERVED_UNTIL: to_rfc3339(fc.clock.now_s() + 600),
+            names.PLAN: json.dumps(plan),
+        }
+        fc.store.patch("nodes", None, "node-0000", {"metadata": {"annotations": annotations}})
+        assert fc.wait(
+            lambda: all(
+                p["status"].get("phase") == "Running" for p in fc.pods() if p["spec"].get("nodeName")
+            ),
+            10,
+        )
+        _reconciler(fc).reconcile()
+        assert _evictions(fc) == []

@@ -8,9 +8,11 @@ import threading
 
 import pytest
 
+from gpudefrag.k8s import names
 from gpudefrag.k8s.client import client_factory
 from gpudefrag.k8s.defrag import DefragConfig, run_controller
 from gpudefrag.k8s.fake.cluster import FakeCluster
+from gpudefrag.k8s.fake.workloads import WorkItem, pod_manifest
 from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
 from gpudefrag.k8s.workload_items import LEAF_LABEL, mixed_items, mixed_nodes
 
@@ -27,6 +29,13 @@ def test_hundred_nodes_two_thousand_pods_audited():
     with FakeCluster(scale=SCALE, heartbeat_s=600.0) as fc:
         for node in mixed_nodes(100):
             fc.store.create("nodes", None, node)
+        for i in range(40):  # pods the controller must never evict: no controller owner, or do-not-disrupt
+            body = pod_manifest(WorkItem(0.0, f"keep{i:02d}", gpus=1, run_s=30_000.0), 0)
+            if i % 2:
+                body["metadata"]["annotations"][names.DO_NOT_DISRUPT] = "true"
+            else:
+                body["metadata"].pop("ownerReferences")
+            fc.store.create("pods", "default", body)
         factory = client_factory(fc.kubeconfig)
         sched = KubeScheduler(
             factory,
@@ -36,7 +45,11 @@ def test_hundred_nodes_two_thousand_pods_audited():
         stop = threading.Event()
         controllers = []
         config = DefragConfig(
-            interval_s=0.1, reservation_s=1200, lease_namespace="default", lease_duration_s=5
+            interval_s=0.1,
+            reservation_s=1200,
+            lease_namespace="default",
+            lease_duration_s=5,
+            headroom_fraction=0.0,
         )
         threads = [
             threading.Thread(target=sched.run, daemon=True),

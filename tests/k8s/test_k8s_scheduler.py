@@ -70,7 +70,10 @@ def test_bind_conflict_takes_what_the_api_says(fake_api):
     store = fake_api.store
     for n in ("a", "b"):
         _create(store, "nodes", node(n))
-    sched = KubeScheduler(client_factory(fake_api.kubeconfig_path), SchedulerConfig())
+    sched = KubeScheduler(
+        client_factory(fake_api.kubeconfig_path), SchedulerConfig(lease_namespace="default")
+    )
+    assert sched.elector.try_acquire()  # only a leader binds
     for obj in store.list("nodes")[0]:
         sched.cache.apply_node("ADDED", obj)
     created = _create(store, "pods", pod("p", gpus=8))
@@ -151,3 +154,40 @@ def test_bad_command_lines_exit_2_with_one_line(tmp_path, capsys, argv, expected
     assert main([a.format(**paths) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
     assert expected in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_scheduler_that_lost_its_lease_binds_nothing(fake_api):
+    store = fake_api.store
+    _create(store, "nodes", node("a"))
+    sched = KubeScheduler(
+        client_factory(fake_api.kubeconfig_path), SchedulerConfig(lease_namespace="default")
+    )
+    for obj in store.list("nodes")[0]:
+        sched.cache.apply_node("ADDED", obj)
+    rec = sched.cache.apply_pod("ADDED", _create(store, "pods", pod("p", gpus=8)))
+    from gpudefrag.model.cluster import Placement
+
+    sched.cache.assume(rec.uid, Placement(0, tuple(range(8)), rec.request.spec))
+    sched._bind(rec.uid, rec.key, "a", tuple(range(8)))  # never acquired (or lost) the Lease
+    sched._drain(timeout_s=1.0)
+    assert _node_of(store, "p") is None and [r["verb"] for r in store.audit if r["verb"] == "bind"] == []
+    assert [r.key for r in sched.cache.pending()] == ["default/p"]  # forgotten, schedulable again
+
+
+def test_a_whole_gang_with_a_spare_member_is_not_released(fake_api):
+    store = fake_api.store
+    for n in ("a", "b"):
+        _create(store, "nodes", node(n))
+    _create(store, "podgroups", pod_group("g", 2))
+    for i in range(3):  # minMember 2, a third member that has no room
+        _create(store, "pods", pod(f"g-{i}", gpus=8, group="g"))
+    store.bind("default", "g-0", "a", {"alibabacloud.com/gpu-index": "0,1,2,3,4,5,6,7"})
+    store.bind("default", "g-1", "b", {"alibabacloud.com/gpu-index": "0,1,2,3,4,5,6,7"})
+    sched, thread = _scheduler(fake_api, gang_timeout_s=0.2)
+    time.sleep(1.5)
+    sched.stop.set()
+    thread.join(5)
+    assert sched.counters.gangs_released == 0
+    assert all(
+        store.get("pods", "default", f"g-{i}")["metadata"].get("deletionTimestamp") is None for i in range(2)
+    )

@@ -1,17 +1,28 @@
-"""Taints and tolerations: Kubernetes' matching rule, and the scheduler keeping pods off nodes
-whose taints they do not tolerate."""
+"""Taints and tolerations, node selectors and required node affinity: Kubernetes' matching
+rules, and the scheduler keeping pods off nodes they may not use."""
 
 from __future__ import annotations
 
 import pytest
 from k8sobj import node, pod
 
+from gpudefrag.k8s.affinity import selects
 from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.decide import decide_cycle
 from gpudefrag.k8s.policy import DecisionCore
 from gpudefrag.k8s.taints import node_taints, tolerates
 
 GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+
+
+def _aff(terms):
+    """A pod spec with a required node affinity: ``terms`` = [[(key, operator, values), ...], ...]."""
+    exprs = [{"matchExpressions": [{"key": k, "operator": o, "values": v} for k, o, v in t]} for t in terms]
+    return {
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": exprs}}
+        }
+    }
 
 
 @pytest.mark.parametrize(
@@ -57,3 +68,34 @@ def test_pods_stay_off_nodes_they_do_not_tolerate():
     # "plain" has 1 GPU: the intolerant 4-GPU pod fits nowhere it may go; "small" takes "plain"
     assert placed == {"default/tolerant": "gpu", "default/small": "plain"}
     assert [r.key for r in result.unplaced] == ["default/intolerant"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "expected"),
+    [
+        ({}, {}, True),
+        ({"nodeSelector": {"pool": "a"}}, {"pool": "a"}, True),
+        ({"nodeSelector": {"pool": "a"}}, {"pool": "b"}, False),
+        # one term, all expressions must hold
+        (_aff([[("zone", "In", ["z1", "z2"]), ("gpu", "Exists", [])]]), {"zone": "z2", "gpu": "x"}, True),
+        (_aff([[("zone", "In", ["z1", "z2"]), ("gpu", "Exists", [])]]), {"zone": "z2"}, False),
+        # terms are ORed
+        (_aff([[("zone", "In", ["z9"])], [("rack", "NotIn", ["r1"])]]), {"zone": "z1", "rack": "r2"}, True),
+        (_aff([[("zone", "DoesNotExist", [])]]), {"zone": "z1"}, False),
+        (_aff([[("gen", "Gt", ["3"])]]), {"gen": "4"}, True),
+        (_aff([[("gen", "Lt", ["3"])]]), {"gen": "4"}, False),
+    ],
+)
+def test_node_selector_and_required_affinity(spec, labels, expected):
+    assert selects(spec, labels) is expected
+
+
+def test_node_selector_keeps_pods_on_their_pool():
+    cache = ClusterCache()
+    cache.replace_nodes([node("a", pool="cpu"), node("b", pool="gpu")])
+    core = DecisionCore("bestfit", [])
+    picky = pod("picky", gpus=1)
+    picky["spec"]["nodeSelector"] = {"pool": "gpu"}
+    cache.apply_pod("ADDED", picky)
+    result = decide_cycle(cache, cache.pending(), core.scheduler, core.policy, None, 0.0)
+    assert [cache.order[p.node] for _, p in result.binds] == ["b"]

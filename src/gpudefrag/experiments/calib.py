@@ -8,9 +8,7 @@ reference binary) within ±0.3 pp of the published seed-mean at every checkpoint
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +16,8 @@ import numpy as np
 from tqdm import tqdm
 
 from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.environment import record_executor
+from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.published import ALLOC_FILE, FRAG_FILE, published_curves
 from gpudefrag.experiments.run import run_experiment
 from gpudefrag.policies.registry import DETERMINISTIC_POLICIES, POLICY_NAMES, PUBLISHED_LABEL
@@ -116,8 +116,10 @@ def run_calibration(
     seeds: Iterable[int] = DEFAULT_SEEDS,
     jobs: int | None = None,
     progress: bool = True,
+    executor: RunExecutor | None = None,
 ) -> list[RunCheck]:
-    """Run the grid in parallel across local cores; results in (workload, policy, seed) order."""
+    """Run the grid on ``executor`` (default: a local pool of ``jobs`` processes, all cores by
+    default); results in (workload, policy, seed) order whatever the executor."""
     from gpudefrag.experiments.inputs import workload_inputs
 
     workloads, policies, seeds = list(workloads), list(policies), list(seeds)
@@ -137,21 +139,16 @@ def run_calibration(
         from gpudefrag.errors import ConfigError
 
         raise ConfigError(f"no published row for {len(missing)} runs, e.g. {missing[0]}")
-    warm_up()
+    executor = executor or RunExecutor(jobs)
+    record_executor(executor.describe())
+    if executor.local:
+        warm_up()
     tasks = [(w, p, s) for w in workloads for p in policies for s in seeds]
-    jobs = jobs or os.cpu_count() or 1
     results: dict[tuple[str, str, int], RunCheck] = {}
     bar = tqdm(total=len(tasks), desc="calib", unit="run", disable=None if progress else True)
-    if jobs == 1:
-        for task in tasks:
-            results[task] = _check_one(task)
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_check_one, t): t for t in tasks}
-            for fut in as_completed(futures):
-                results[futures[fut]] = fut.result()
-                bar.update()
+    for task, check in executor.map(_check_one, tasks):
+        results[task] = check
+        bar.update()
     bar.close()
     return [results[t] for t in tasks]
 
@@ -201,8 +198,11 @@ def format_table(summaries: list[PolicySummary]) -> str:
     return "\n".join(lines)
 
 
-def write_results(checks: list[RunCheck], summaries: list[PolicySummary], folder: Path) -> list[Path]:
-    """``calib_runs.csv`` (one row per run) and ``calib_summary.csv`` / ``.md``."""
+def write_results(
+    checks: list[RunCheck], summaries: list[PolicySummary], folder: Path, executor: str | None = None
+) -> list[Path]:
+    """``calib_runs.csv`` (one row per run) and ``calib_summary.csv`` / ``.md`` (the table, then
+    the executor the runs ran on when ``executor`` is given)."""
     runs_path = folder / "calib_runs.csv"
     with atomic_write(runs_path) as fh:
         out = csv.writer(fh)
@@ -251,4 +251,6 @@ def write_results(checks: list[RunCheck], summaries: list[PolicySummary], folder
     md_path = folder / "calib_summary.md"
     with atomic_write(md_path) as fh:
         fh.write(format_table(summaries) + "\n")
+        if executor is not None:
+            fh.write(f"\nExecutor: {executor}\n")
     return [runs_path, summary_path, md_path]

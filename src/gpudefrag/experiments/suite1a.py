@@ -8,8 +8,6 @@ per-seed differences are paired.
 from __future__ import annotations
 
 import hashlib
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -17,6 +15,8 @@ from tqdm import tqdm
 
 from gpudefrag.batch.placer import BatchPlacer, BatchStats, SolverConfig
 from gpudefrag.experiments.discretize import discretize
+from gpudefrag.experiments.environment import record_executor
+from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.arrival import run_arrivals
@@ -86,29 +86,29 @@ def _task(args: tuple[str, int, str, SolverConfig]) -> VariantRun:
     return run_variant(*args)
 
 
-def run_suite(config: Suite1aConfig, jobs: int | None = None, progress: bool = True) -> list[VariantRun]:
-    """All variants x seeds, in parallel; results ordered by (variant, seed)."""
+def run_suite(
+    config: Suite1aConfig,
+    jobs: int | None = None,
+    progress: bool = True,
+    executor: RunExecutor | None = None,
+) -> list[VariantRun]:
+    """All variants x seeds on ``executor`` (default: a local pool of ``jobs`` processes);
+    results ordered by (variant, seed)."""
     from gpudefrag.experiments.calib import warm_up
 
     workload_inputs(config.workload)
-    warm_up()
+    executor = executor or RunExecutor(jobs)
+    record_executor(executor.describe())
+    if executor.local:
+        warm_up()
     tasks = [(v, s, config.workload, config.solver) for v in config.variants() for s in config.seeds]
-    # Longest first (small batches are slowest) so the pool drains evenly.
+    # Longest first (small batches are slowest) so the workers drain evenly.
     order = sorted(tasks, key=lambda t: (not t[0].startswith("solver"), t[0]))
-    jobs = jobs or os.cpu_count() or 1
     out: dict[tuple[str, int], VariantRun] = {}
     bar = tqdm(total=len(tasks), desc="suite 1a", unit="run", disable=None if progress else True)
-    if jobs == 1:
-        for t in order:
-            out[(t[0], t[1])] = _task(t)
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_task, t): t for t in order}
-            for fut in as_completed(futures):
-                t = futures[fut]
-                out[(t[0], t[1])] = fut.result()
-                bar.update()
+    for t, run in executor.map(_task, order):
+        out[(t[0], t[1])] = run
+        bar.update()
     bar.close()
     return [out[(t[0], t[1])] for t in tasks]
 

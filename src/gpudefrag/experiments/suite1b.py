@@ -8,13 +8,12 @@ Variants: ``fgd``, ``bestfit``, ``solver`` (CP-SAT batch placement), and ``+defr
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
-
 import numpy as np
 from tqdm import tqdm
 
 from gpudefrag.experiments.config1b import SOLVER_BATCH_PODS, VARIANTS, Suite1bConfig
+from gpudefrag.experiments.environment import record_executor
+from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.overrides import apply_overrides
 from gpudefrag.experiments.runs1b import Run1b, select_runs
 from gpudefrag.experiments.scenario1b import run_scenario, trace_durations_s
@@ -121,23 +120,26 @@ def tasks(config: Suite1bConfig) -> list[tuple]:
     return main + sweep
 
 
-def run_suite(config: Suite1bConfig, jobs: int | None = None, progress: bool = True) -> list[Run1b]:
+def run_suite(
+    config: Suite1bConfig,
+    jobs: int | None = None,
+    progress: bool = True,
+    executor: RunExecutor | None = None,
+) -> list[Run1b]:
+    """Every run of :func:`tasks` on ``executor`` (default: a local pool of ``jobs`` processes);
+    results ordered by (load, variant, restart_s, seed)."""
     todo = tasks(config)
-    trace_durations_s(config.workload)  # loaded once before the workers fork
-    jobs = jobs or os.cpu_count() or 1
+    executor = executor or RunExecutor(jobs)
+    record_executor(executor.describe())
+    if executor.local:
+        trace_durations_s(config.workload)  # loaded once before the workers fork
     out: list[Run1b] = []
     bar = tqdm(total=len(todo), desc="suite 1b", unit="run", disable=None if progress else True)
-    # Slow variants first so the pool drains evenly.
+    # Slow variants first so the workers drain evenly.
     todo.sort(key=lambda t: ("defrag" not in t[1], not t[1].startswith("solver")))
-    if jobs == 1:
-        for t in todo:
-            out.append(_task(t))
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for fut in as_completed([pool.submit(_task, t) for t in todo]):
-                out.append(fut.result())
-                bar.update()
+    for _, run in executor.map(_task, todo):
+        out.append(run)
+        bar.update()
     bar.close()
     out.sort(key=lambda r: (r.load, r.variant, r.restart_s, r.seed))
     return out

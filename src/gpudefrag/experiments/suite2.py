@@ -8,14 +8,14 @@ see the same jobs and cluster, so differences are paired by window.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 
 from tqdm import tqdm
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.config2 import Suite2Config, make_variant
+from gpudefrag.experiments.environment import record_executor
+from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.summary2 import summarise
 from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.jobs import parse_constraint
@@ -73,21 +73,21 @@ def _run_task(args: tuple[Suite2Config, str, float, str]) -> Run2:
     return run_one(*args)
 
 
-def run_suite(cfg: Suite2Config, jobs: int | None = None, progress: bool = True) -> list[Run2]:
-    """Every task of ``cfg`` on ``jobs`` worker processes (default: all cores), in task order."""
+def run_suite(
+    cfg: Suite2Config,
+    jobs: int | None = None,
+    progress: bool = True,
+    executor: RunExecutor | None = None,
+) -> list[Run2]:
+    """Every task of ``cfg`` on ``executor`` (default: a local pool of ``jobs`` processes, all
+    cores by default), in task order."""
     todo = tasks(cfg)
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    executor = executor or RunExecutor(jobs)
+    record_executor(executor.describe())
     out: dict[tuple[str, float, str], Run2] = {}
     bar = tqdm(total=len(todo), desc="suite 2", unit="run", disable=not progress)
-    if workers == 1:
-        for t in todo:
-            out[t] = run_one(cfg, *t)
-            bar.update()
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            futs = {pool.submit(_run_task, (cfg, *t)): t for t in todo}
-            for f in as_completed(futs):
-                out[futs[f]] = f.result()
-                bar.update()
+    for spec, run in executor.map(_run_task, [(cfg, *t) for t in todo]):
+        out[spec[1:]] = run
+        bar.update()
     bar.close()
     return [out[t] for t in todo]

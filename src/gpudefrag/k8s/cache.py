@@ -25,12 +25,13 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpudefrag.k8s import names
+from gpudefrag.k8s.affinity import selects
 from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
 from gpudefrag.k8s.requests import ObjectError, PodRequest, gpu_assignment, pod_request
 from gpudefrag.k8s.snapshot import lowest_free_gpus
@@ -89,6 +90,10 @@ class ClusterCache:
 
     scheduler_name: str = names.SCHEDULER_NAME
     models: ModelRegistry = field(default_factory=ModelRegistry)
+    pod_ids: dict[str, int] = field(default_factory=dict)
+    """Pod UID -> the integer id the decision core knows it by; pass the same dict (and
+    ``id_counter``) to successive caches to keep ids stable across them."""
+    id_counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
@@ -100,7 +105,6 @@ class ClusterCache:
         self.pod_groups: dict[str, int] = {}
         self.invalid: dict[str, str] = {}
         self.inconsistent: dict[str, str] = {}
-        self._ids = itertools.count(1)
         self.by_id: dict[int, str] = {}
         self.version = 0
         """Bumped on every change that may let a pending pod fit (a pod leaving, a node change)."""
@@ -145,11 +149,29 @@ class ClusterCache:
         self.order = sorted(self.nodes)
         self.index = {n: i for i, n in enumerate(self.order)}
         self.state = cluster_state([self.nodes[n] for n in self.order], self.models)
+        assumed = {
+            rec.uid: (rec.counted_on, rec.placement.gpus)
+            for rec in self.pods.values()
+            if rec.assumed and rec.placement is not None
+        }
         for rec in self.pods.values():
             rec.placement = None
             rec.counted_on = None
         for rec in self.pods.values():
-            self._count(rec)
+            if not rec.assumed:
+                self._count(rec)
+        for uid, (node, gpus) in assumed.items():  # decisions whose bind is in flight keep their room
+            rec = self.pods[uid]
+            assert rec.request is not None
+            if (
+                node in self.index
+                and self.state.why_not_fits(self.index[node], rec.request.spec, gpus) is None
+            ):
+                rec.placement = Placement(self.index[node], gpus, rec.request.spec)
+                self.state.bind(rec.placement)
+                rec.counted_on = node
+            else:  # the node is gone or changed: the bind will fail or the API will say where it went
+                rec.assumed = False
         self.version += 1
 
     # ------------------------------------------------------------------- pods
@@ -185,7 +207,10 @@ class ClusterCache:
             self._drop(uid)
 
     def _new_record(self, obj: dict) -> PodRecord:
-        pod_id = next(self._ids)
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        pod_id = self.pod_ids.get(uid)
+        if pod_id is None:
+            pod_id = self.pod_ids[uid] = next(self.id_counter)
         rec = PodRecord("", "", pod_id, {}, None, None, None, "", False, False, False)
         self._refresh(rec, obj)
         return rec
@@ -218,6 +243,7 @@ class ClusterCache:
         self._uncount(rec)
         self.by_key.pop(rec.key, None)
         self.by_id.pop(rec.pod_id, None)
+        self.pod_ids.pop(uid, None)
         self.invalid.pop(rec.key, None)
         self.inconsistent.pop(rec.key, None)
         self.version += 1
@@ -333,18 +359,26 @@ class ClusterCache:
         """Active reservations (node annotations written by the defragmentation controller)."""
         return [r for r in self.all_reservations() if r.until_s > now_s]
 
-    def tainted_for(self, rec: PodRecord) -> np.ndarray:
-        """Indices of the nodes whose taints ``rec`` does not tolerate (:mod:`gpudefrag.k8s.taints`),
-        cached per distinct tolerations until a node changes."""
-        tolerations = (rec.obj.get("spec") or {}).get("tolerations") or []
-        key = json.dumps(tolerations, sort_keys=True)
+    def excluded_for(self, rec: PodRecord) -> np.ndarray:
+        """Indices of the nodes ``rec`` may not use: taints it does not tolerate
+        (:mod:`gpudefrag.k8s.taints`), labels its node selector or required node affinity rejects
+        (:mod:`gpudefrag.k8s.affinity`); cached per distinct pod terms until a node changes."""
+        spec = rec.obj.get("spec") or {}
+        tolerations = spec.get("tolerations") or []
+        terms = {
+            "t": tolerations,
+            "s": spec.get("nodeSelector"),
+            "a": (spec.get("affinity") or {}).get("nodeAffinity"),
+        }
+        key = json.dumps(terms, sort_keys=True)
         hit = self._taint_cache.get(key)
         if hit is not None and hit[0] == self.node_version:
             return hit[1]
         bad = [
             i
             for i, n in enumerate(self.order)
-            if self.nodes[n].taints and not tolerates_all(tolerations, self.nodes[n].taints)
+            if (self.nodes[n].taints and not tolerates_all(tolerations, self.nodes[n].taints))
+            or not selects(spec, self.nodes[n].labels)
         ]
         out = np.array(bad, dtype=np.int64)
         self._taint_cache[key] = (self.node_version, out)

@@ -76,6 +76,12 @@ def lost_work_s(obj: Mapping[str, Any], now_s: float) -> float:
     return checkpoint_state(obj, now_s).lost_work_s
 
 
+def has_controller_owner(obj: Mapping[str, Any]) -> bool:
+    """An ``ownerReference`` with ``controller: true`` (something recreates the pod)."""
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(o, dict) and o.get("controller") is True for o in owners)
+
+
 def never_moved_reason(obj: Mapping[str, Any], req: PodRequest) -> str | None:
     """Why the pod is never moved (module docstring), or ``None``."""
     meta = obj.get("metadata") or {}
@@ -84,8 +90,7 @@ def never_moved_reason(obj: Mapping[str, Any], req: PodRequest) -> str | None:
         return "do-not-disrupt"
     if req.pod_group:
         return "gang member"
-    owners = meta.get("ownerReferences") or []
-    if not any(isinstance(o, dict) and o.get("controller") is True for o in owners):
+    if not has_controller_owner(obj):
         return "no controller"
     if meta.get("deletionTimestamp"):
         return "being deleted"

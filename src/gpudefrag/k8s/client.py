@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 from lightkube import Client, KubeConfig
 from lightkube.models.core_v1 import ObjectReference
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta, Preconditions
 from lightkube.resources.core_v1 import Pod
 
 from gpudefrag.errors import InputError
@@ -48,11 +48,12 @@ def bind_pod(
         client.create(binding, name=name, namespace=namespace)
 
 
-def evict_pod(client: Client, namespace: str, name: str) -> None:
-    """``POST pods/{name}/eviction`` (``policy/v1``); a 429 (a PodDisruptionBudget allows no
+def evict_pod(client: Client, namespace: str, name: str, uid: str | None = None) -> None:
+    """``POST pods/{name}/eviction`` (``policy/v1``), only of the pod with ``uid`` when given (a
+    replacement with the same name is not touched: 409); a 429 (a PodDisruptionBudget allows no
     disruption now) and every other refusal raise ``lightkube.ApiError``.  The 201 Success
     Status is not read as an Eviction (as in :func:`bind_pod`)."""
+    options = DeleteOptions(preconditions=Preconditions(uid=uid)) if uid else None
+    eviction = Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace), deleteOptions=options)
     with contextlib.suppress(msgspec.ValidationError):
-        client.create(
-            Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace)), name=name, namespace=namespace
-        )
+        client.create(eviction, name=name, namespace=namespace)

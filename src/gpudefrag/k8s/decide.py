@@ -10,8 +10,10 @@ Rules:
 * The pending pods are taken in queue order (priority, then creation time).  Runs of single pods
   go to the configured :class:`~gpudefrag.model.port.Scheduler` (a per-pod policy such as FGD,
   or the CP-SAT batch placer) as one cycle; a gang (pods sharing a PodGroup) is placed all or
-  nothing with :func:`~gpudefrag.k8s.gangplace.place_gang` once at least ``minMember`` of its
-  pods exist, with the members already bound (after a restart) pinning its domain.
+  nothing with :func:`~gpudefrag.k8s.gangplace.place_gang` once its members already bound or
+  assumed plus those pending and schedulable now (not gated, not being deleted) make
+  ``minMember``: all of those pending members are placed together, and the members already
+  bound (after a restart) pin its domain.
 * Each decision is applied to a working copy before the next one is made, so one cycle never
   places two pods in the same room.  The result is a list of (pod, placement) to assume and bind.
 """
@@ -79,7 +81,7 @@ def decide_cycle(
             rest.append(rec)
             continue
         assert rec.request is not None
-        allowed = _without(work, cache.tainted_for(rec))
+        allowed = _without(work, cache.excluded_for(rec))
         p = _select_owner(allowed, policy, rec.request.spec, cache.index[node], reserved_idx)
         if p is None:
             result.unplaced.append(rec)
@@ -88,27 +90,43 @@ def decide_cycle(
             result.binds.append((rec, p))
     work.mask_many(reserved_idx)
     singles: list[PodRecord] = []
-    tainted = np.zeros(0, dtype=np.int64)
+    excluded = np.zeros(0, dtype=np.int64)
     done_groups: set[str] = set()
+    gang_pending: dict[str, list[PodRecord]] | None = None
     for rec in rest:
         if rec.pod_group is None:
-            off = cache.tainted_for(rec)
-            if singles and not np.array_equal(off, tainted):
-                _flush(singles, scheduler, work, tainted, now_s, result)
+            off = cache.excluded_for(rec)
+            if singles and not np.array_equal(off, excluded):
+                _flush(singles, scheduler, work, excluded, now_s, result)
                 singles = []
-            tainted = off
+            excluded = off
             singles.append(rec)
             continue
-        ns = rec.key.split("/", 1)[0]
-        group = f"{ns}/{rec.pod_group}"
+        group = _group_key(rec)
         if group in done_groups:
             continue
         done_groups.add(group)
-        _flush(singles, scheduler, work, tainted, now_s, result)
+        _flush(singles, scheduler, work, excluded, now_s, result)
         singles = []
-        _place_group(cache, group, pending, policy, topology, work, result)
-    _flush(singles, scheduler, work, tainted, now_s, result)
+        if gang_pending is None:
+            gang_pending = _pending_by_group(cache)
+        _place_group(cache, group, gang_pending.get(group, []), policy, topology, work, result)
+    _flush(singles, scheduler, work, excluded, now_s, result)
     return result
+
+
+def _group_key(rec: PodRecord) -> str:
+    return f"{rec.key.split('/', 1)[0]}/{rec.pod_group}"
+
+
+def _pending_by_group(cache: ClusterCache) -> dict[str, list[PodRecord]]:
+    """Every pending gang member that may be scheduled now (not only this cycle's eligible
+    ones: a gang is placed whole or not at all), by ``namespace/podgroup``."""
+    out: dict[str, list[PodRecord]] = {}
+    for rec in cache.pending():
+        if rec.pod_group is not None:
+            out.setdefault(_group_key(rec), []).append(rec)
+    return out
 
 
 def _without(work: ClusterState, nodes: np.ndarray) -> ClusterState:
@@ -139,7 +157,7 @@ def _flush(
     singles: list[PodRecord],
     scheduler: Scheduler,
     work: ClusterState,
-    tainted: np.ndarray,
+    excluded: np.ndarray,
     now_s: float,
     result: CycleResult,
 ) -> None:
@@ -147,7 +165,9 @@ def _flush(
     if not singles:
         return
     by_id = {r.pod_id: r for r in singles}
-    decision = scheduler.decide(Cycle(now_s, _without(work, tainted), [_pending_pod(r) for r in singles], []))
+    decision = scheduler.decide(
+        Cycle(now_s, _without(work, excluded), [_pending_pod(r) for r in singles], [])
+    )
     bound: set[int] = set()
     for b in decision.binds:
         work.bind(b.placement)
@@ -159,27 +179,26 @@ def _flush(
 def _place_group(
     cache: ClusterCache,
     group: str,
-    pending: Sequence[PodRecord],
+    waiting: Sequence[PodRecord],
     policy: Policy,
     topology: Topology | None,
     work: ClusterState,
     result: CycleResult,
 ) -> None:
-    ns, _, name = group.partition("/")
-    waiting = [r for r in pending if r.pod_group == name and r.key.split("/", 1)[0] == ns]
+    """Place ``waiting`` (every pending member of ``group`` that may be scheduled now) all or
+    nothing, once they and the members already bound or assumed make ``minMember``."""
     members = cache.members(group)
+    placed_before = [r for r in members if r.counted_on is not None]
     need = cache.pod_groups.get(group)
-    if need is None or len(members) < need:
+    if need is None or len(placed_before) + len(waiting) < need:
         result.gangs_waiting.append(group)
         return
-    pinned = [
-        cache.index[r.counted_on] for r in members if r.counted_on is not None and r.counted_on in cache.index
-    ]
+    pinned = [cache.index[r.counted_on] for r in placed_before if r.counted_on in cache.index]
     req = waiting[0].request
     assert req is not None
     specs = [r.request.spec for r in waiting if r.request is not None]
     placed = place_gang(
-        _without(work, cache.tainted_for(waiting[0])), specs, policy, topology, req.constraint, pinned
+        _without(work, cache.excluded_for(waiting[0])), specs, policy, topology, req.constraint, pinned
     )
     if placed is None:
         result.unplaced += waiting

@@ -30,6 +30,7 @@ pod; the reservation keeps them (and everyone else) off the freed node.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -103,6 +104,10 @@ class DefragReconciler:
         self.clock = clock
         self.durations_s: dict[str, float] = {}
         self._sampled = 0
+        self.leading: Callable[[], bool] = lambda: True
+        """Checked before every write: a controller that lost its Lease stops at once."""
+        self._pod_ids: dict[str, int] = {}
+        self._id_counter = itertools.count(1)
         self.learn_runtimes = runtimes is None
         self.controller = self._controller(runtimes or ResidualLife([config.default_runtime_s]))
         self.counters = DefragCounters()
@@ -125,10 +130,15 @@ class DefragReconciler:
 
     # ------------------------------------------------------------------ world
     def read(self) -> ClusterCache:
-        cache = ClusterCache()
+        """The cluster now, with each pod's id the same as in the earlier reads (the planner's
+        memory of whom it tried when is keyed by it)."""
+        cache = ClusterCache(pod_ids=self._pod_ids, id_counter=self._id_counter)
         cache.replace_nodes(n.to_dict() for n in self.client.list(Node))
         pods = [p.to_dict() for p in self.client.list(Pod, namespace="*")]
         cache.replace_pods(pods)
+        present = {(o.get("metadata") or {}).get("uid") for o in pods}
+        for uid in [u for u in self._pod_ids if u not in present]:
+            del self._pod_ids[uid]
         for obj in pods:
             self._learn_duration(obj)
         return cache
@@ -177,6 +187,9 @@ class DefragReconciler:
         actions = self.controller.plan(CachePort(cache, now))
         plans = self._group(cache, actions)
         for plan in plans:
+            owner = cache.pods[cache.by_key[plan["pod"]]]
+            if cache.index[plan["node"]] in cache.excluded_for(owner):  # it could not use the room
+                continue
             self.counters.plans += 1
             if self.config.dry_run:
                 self.counters.printed.append(plan)
@@ -220,7 +233,7 @@ class DefragReconciler:
         return active
 
     def _release(self, node: str) -> None:
-        if self.config.dry_run:
+        if self.config.dry_run or not self.leading():
             return
         patch = {
             "metadata": {
@@ -234,6 +247,8 @@ class DefragReconciler:
             log.warning("release of %s failed: %s", node, e)
 
     def _write_plan(self, cache: ClusterCache, plan: dict, now: float) -> bool:
+        if not self.leading():
+            return False
         annotations = {
             names.RESERVED_FOR: plan["pod"],
             names.RESERVED_UNTIL: to_rfc3339(now + self.config.reservation_s),
@@ -269,8 +284,10 @@ class DefragReconciler:
 
     def _evict(self, key: str, uid: str, now: float) -> None:
         ns, _, name = key.partition("/")
+        if not self.leading():
+            return
         try:
-            evict_pod(self.client, ns, name)
+            evict_pod(self.client, ns, name, uid)
             self.counters.evictions += 1
             self._backoff.pop(uid, None)
         except ApiError as e:
@@ -307,6 +324,7 @@ def run_controller(
     if config.dry_run:
         reconciler.reconcile()
         return reconciler
+    reconciler.leading = lambda: elector.leading
     elector.start(stop)
     while not stop.is_set():
         if elector.leading:

@@ -7,10 +7,11 @@ single consumer applies, so the cache is changed by one thread only:
   consumer's view (objects not in it are gone);
 * ``(event_type, kind, object)`` for each watch event (ADDED, MODIFIED, DELETED).
 
-A watch that ends (server timeout, dropped connection) resumes from the last version seen
-(lightkube does this); a 410 (the version is too old) or any other error leads to a relist
-after ``retry_s``.  A resource the server does not serve (404 on list, e.g. no PodGroup CRD)
-stops that informer after one warning.
+A watch that ends cleanly is followed by a new list and watch; a 410 (the version is too old)
+relists at once; any other error (an error status, a dropped connection, anything unexpected)
+is logged and relists after a back-off (``retry_s`` doubling to 30 s), so an informer never
+dies silently nor spins.  A resource the server does not serve (404 on the first list, e.g. no
+PodGroup CRD) stops that informer after one warning.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from typing import Any
 
 from lightkube import ApiError, Client
@@ -93,19 +93,29 @@ class Informer:
             self.out.put((event_type, self.kind, obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)))
 
     def _run(self) -> None:
+        delay_s = self.retry_s
         while not self.stop.is_set():
             try:
                 version = self._list()
+                delay_s = self.retry_s
                 self._watch(version)
+                continue  # the stream ended cleanly: list and watch again at once
             except ApiError as e:
                 code = e.status.code
                 if code == 404 and self.relists == 0:
                     log.warning("%s: not served by the API server (404); informer stopped", self.kind)
                     return
-                if code != 410:
-                    log.warning("%s: watch failed (%s); listing again", self.kind, e.status.message)
+                if code == 410:  # the version is too old: list again at once
+                    continue
+                log.warning(
+                    "%s: %s (%s); listing again in %.0f s", self.kind, code, e.status.message, delay_s
+                )
             except TRANSPORT_ERRORS as e:
-                if self.stop.is_set():
+                if self.stop.is_set():  # the connection was closed because we are stopping
                     return
-                log.warning("%s: connection failed (%s); listing again", self.kind, e)
-                time.sleep(self.retry_s)
+                log.warning("%s: connection failed (%s); listing again in %.0f s", self.kind, e, delay_s)
+            except Exception:  # an informer must never die silently and leave a stale cache
+                log.exception("%s: informer error; listing again in %.0f s", self.kind, delay_s)
+            if self.stop.wait(delay_s):
+                return
+            delay_s = min(30.0, 2 * delay_s)

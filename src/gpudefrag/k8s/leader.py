@@ -1,7 +1,8 @@
 """Leader election with a ``coordination.k8s.io/v1`` Lease (client-go's rules, simplified).
 
 * A candidate takes the Lease when it does not exist (create; 409 = someone was faster), when
-  it already holds it, or when the holder's ``renewTime + leaseDurationSeconds`` has passed.
+  it already holds it, or when the Lease has not changed for ``leaseDurationSeconds`` of the
+  candidate's own clock (the holder's clock is never trusted).
 * Every write is a replace carrying the resourceVersion read, so two candidates cannot both
   win: the loser gets 409 Conflict and stays a follower.
 * The leader renews every ``renew_s``; if it cannot renew before its own lease would expire it
@@ -22,7 +23,7 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from gpudefrag.k8s.timefmt import from_rfc3339, to_rfc3339
+from gpudefrag.k8s.timefmt import to_rfc3339
 from gpudefrag.k8s.transport import CALL_ERRORS
 
 log = logging.getLogger("gpudefrag.k8s")
@@ -48,13 +49,15 @@ class LeaderElector:
         self.clock = clock
         self._valid_until = 0.0
         self.transitions = 0
+        self._observed_rv: str | None = None
+        self._observed_at = 0.0
 
     @property
     def leading(self) -> bool:
         return self.clock() < self._valid_until
 
     def _spec(self, now: float, transitions: int) -> LeaseSpec:
-        stamp = to_rfc3339(now)
+        stamp = to_rfc3339(now, micros=True)  # MicroTime: the API wants the fraction
         return LeaseSpec(
             holderIdentity=self.identity,
             leaseDurationSeconds=self.lease_duration_s,
@@ -83,7 +86,7 @@ class LeaderElector:
             return self._won(now)
         spec = lease.spec
         holder = spec.holderIdentity if spec is not None else None
-        if holder != self.identity and spec is not None and not self._expired(spec, now):
+        if holder != self.identity and spec is not None and not self._expired(lease, now):
             self._valid_until = 0.0
             return False
         transitions = (spec.leaseTransitions or 0) if spec is not None else 0
@@ -105,12 +108,16 @@ class LeaderElector:
             log.info("leader election: %s now leads %s/%s", self.identity, self.namespace, self.name)
         return self._won(now)
 
-    def _expired(self, spec: LeaseSpec, now: float) -> bool:
-        renew = spec.renewTime
-        if renew is None:
-            return True
-        renew_s = renew.timestamp() if hasattr(renew, "timestamp") else from_rfc3339(str(renew))
-        return now > renew_s + float(spec.leaseDurationSeconds or self.lease_duration_s)
+    def _expired(self, lease: Lease, now: float) -> bool:
+        """Another holder's lease has expired when it has not changed (same resourceVersion) for
+        ``leaseDurationSeconds`` of *our* clock since we first saw it so (client-go's rule: the
+        holder's ``renewTime`` is never compared with our clock, so clock skew cannot matter)."""
+        rv = lease.metadata.resourceVersion if lease.metadata is not None else None
+        if rv != self._observed_rv:
+            self._observed_rv, self._observed_at = rv, now
+            return False
+        duration_s = float((lease.spec.leaseDurationSeconds if lease.spec else None) or self.lease_duration_s)
+        return now > self._observed_at + duration_s
 
     def _won(self, now: float) -> bool:
         # Lead a little less than the lease lasts, so a slow renewal never overlaps a new holder.

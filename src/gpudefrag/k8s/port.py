@@ -5,7 +5,8 @@ the run time at its last checkpoint (:mod:`gpudefrag.k8s.checkpoints`).  It may 
 it is ours (``spec.schedulerName``) and none of the checkpoints module's reasons keeps it where it
 is (do-not-disrupt, gang member, no controller owner); a pod being deleted counts as migrating.
 
-Pending pods are our pods in queue order; ``blocked`` marks those blocked by fragmentation.
+Pending pods are our pods in queue order, gang members left out (a gang is placed whole, and
+the planner frees room for one pod); ``blocked`` marks those blocked by fragmentation.
 Reservations are the nodes' ``gpudefrag.io/reserved-for`` annotations that have not expired.
 """
 
@@ -77,6 +78,8 @@ class CachePort:
         state = self.cache.state
         out = []
         for rec in self.cache.pending():
+            if rec.pod_group is not None:  # gangs are placed whole; a single pod's plan cannot serve them
+                continue
             req = rec.request
             assert req is not None
             blocked = blocked_by_fragmentation(state, req.spec)

@@ -15,9 +15,10 @@ Binding rules (kube-scheduler's binding cycle):
 * a pod whose request does not parse gets one Warning Event (``FailedScheduling``) and one log
   line, and stays pending; nothing else is affected.
 
-A gang left partly bound (the scheduler died between binds) is completed if its remaining pods
-fit the bound members' domain; if it still cannot be completed after ``gang_timeout_s`` its
-bound members are deleted (their owner recreates them) so the gang can start again whole.
+A gang left partly bound (fewer than ``minMember`` members bound: the scheduler died between
+binds) is completed if its remaining pods fit the bound members' domain; if it still cannot be
+completed after ``gang_timeout_s`` its bound members that have a controller owner are deleted
+(the owner recreates them) so the gang can start again whole.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from lightkube.resources.core_v1 import Event, Node, Pod
 
 from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.k8s.checkpoints import has_controller_owner
 from gpudefrag.k8s.client import bind_pod
 from gpudefrag.k8s.decide import decide_cycle
 from gpudefrag.k8s.informer import Informer
@@ -49,6 +51,12 @@ from gpudefrag.k8s.timefmt import to_rfc3339
 from gpudefrag.k8s.transport import CALL_ERRORS, TRANSPORT_ERRORS
 
 log = logging.getLogger("gpudefrag.k8s")
+
+MISSING_GROUP_WARN_S = 10.0
+"""A gang's pods whose PodGroup has not been seen for this long (wall clock) get one warning."""
+
+NOT_LEADING = -2
+"""A bind's outcome when the Lease was lost before it was sent (forgotten, no back-off)."""
 
 PodGroup = create_namespaced_resource(*names.POD_GROUP_API[:2], "PodGroup", names.POD_GROUP_API[2])
 
@@ -110,6 +118,7 @@ class KubeScheduler:
         self._reported: set[str] = set()
         self._tried_at: dict[str, tuple[int, float]] = {}
         self._partial_since: dict[str, float] = {}
+        self._missing_groups: dict[str, float] = {}
         self._last_gang_check = 0.0
         self._pool = ThreadPoolExecutor(max_workers=config.binders, thread_name_prefix="binder")
         self._bind_clients = threading.local()
@@ -161,6 +170,9 @@ class KubeScheduler:
                 self.core.nodes_changed(cache)
             elif kind == "pods":
                 cache.replace_pods(obj)
+                for memo in (self._tried_at, self._backoff):  # forget pods that are gone
+                    for uid in [u for u in memo if u not in cache.pods]:
+                        del memo[uid]
             else:
                 cache.pod_groups.clear()
                 for o in obj:
@@ -216,6 +228,17 @@ class KubeScheduler:
         version = self.cache.version
         for rec in result.unplaced:
             self._tried_at[rec.uid] = (version, now)
+        for group in result.gangs_waiting:  # tried again when a member arrives or the cache changes
+            if group not in self.cache.pod_groups:
+                since = self._missing_groups.setdefault(group, time.monotonic())
+                if since >= 0 and time.monotonic() - since >= MISSING_GROUP_WARN_S:  # once, if it lasts
+                    self._missing_groups[group] = -1.0
+                    log.warning(
+                        "gang %s waits: no PodGroup %s (scheduling.x-k8s.io/v1alpha1) found", group, group
+                    )
+            for member in self.cache.members(group):
+                if member.counted_on is None:
+                    self._tried_at[member.uid] = (version, now)
 
     # ------------------------------------------------------------------ binds
     def _client(self) -> Client:
@@ -227,6 +250,9 @@ class KubeScheduler:
 
     def _bind(self, uid: str, key: str, node: str, gpus: tuple[int, ...]) -> None:
         ns, _, name = key.partition("/")
+        if not self.elector.leading:  # the Lease was lost since the decision: bind nothing
+            self.events.put(("BIND", uid, (NOT_LEADING, None)))
+            return
         client = self._client()
         try:
             bind_pod(client, ns, name, node, {names.ALIBABA_GPU_INDEX: gpu_index_value(gpus)})
@@ -253,6 +279,8 @@ class KubeScheduler:
             self._backoff.pop(uid, None)
             return
         self.cache.forget(uid)
+        if code == NOT_LEADING:
+            return
         if code == 409:
             self.counters.bind_conflicts += 1
             if fresh is not None:
@@ -299,7 +327,8 @@ class KubeScheduler:
                 del self._partial_since[group]
         for group in waiting:
             bound = [r for r in self.cache.members(group) if r.node is not None]
-            if not bound:
+            need = self.cache.pod_groups.get(group, 0)
+            if not bound or len(bound) >= need:  # nothing bound, or a whole gang with spare members
                 self._partial_since.pop(group, None)
                 continue
             since = self._partial_since.setdefault(group, now)
@@ -311,10 +340,15 @@ class KubeScheduler:
                 "gang %s partly bound for %.0f s; releasing its %d bound pods", group, now - since, len(bound)
             )
             for rec in bound:
-                self._pool.submit(self._delete, rec.key)
+                if has_controller_owner(rec.obj):
+                    self._pool.submit(self._delete, rec.key)
+                else:  # it would not come back: leave it, and say so
+                    log.warning("gang %s: %s has no controller owner and is not deleted", group, rec.key)
 
     def _delete(self, key: str) -> None:
         ns, _, name = key.partition("/")
+        if not self.elector.leading:
+            return
         try:
             self._client().delete(Pod, name, namespace=ns)
         except CALL_ERRORS as e:
