@@ -138,9 +138,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scale_bench(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.experiments.scale_bench import bench_scale
+
+    if args.gpus < 8 or args.decisions < 1:
+        raise ConfigError("--gpus must be at least 8 and --decisions at least 1")
+    inputs = workload_inputs(args.workload)
+    policies = args.policy or ["fgd", "bestfit"]
+    print(
+        f"{args.topology} cluster of {args.gpus} GPUs, 60 % filled from {args.workload} (seed {args.seed}); "
+        f"{args.decisions} decisions per pod shape, each bound"
+    )
+    print(f"{'policy':<10} {'shape':<8} {'nodes':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for name in policies:
+        r = bench_scale(
+            args.gpus, args.topology, inputs.pods, inputs.typical, name, args.decisions, args.seed
+        )
+        for shape, ms in r.latency_ms.items():
+            print(
+                f"{name:<10} {shape:<8} {r.nodes:>8} {np.percentile(ms, 50):>8.3f} "
+                f"{np.percentile(ms, 99):>8.3f} {ms.max():>8.3f}"
+            )
+        print(f"{name:<10} cluster built in {r.build_s:.1f} s; peak RSS {r.max_rss_mib:.0f} MiB")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.bench import bench_policy
     from gpudefrag.policies.registry import POLICY_NAMES
+
+    if args.gpus is not None:
+        return cmd_scale_bench(args)
 
     policies = args.policy or list(POLICY_NAMES)
     print(f"workload {args.workload}, seed {args.seed}: one decision = filter + score all nodes + pick")
@@ -545,6 +576,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--workload", default="openb_pod_list_default")
     bench.add_argument("--seed", type=int, default=42)
+    bench.add_argument(
+        "--gpus", type=int, default=None, help="instead: a fragmented cluster of N GPUs (e.g. 1000000)"
+    )
+    bench.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod", help="with --gpus")
+    bench.add_argument("--decisions", type=int, default=200, help="with --gpus: decisions per pod shape")
     bench.set_defaults(func=cmd_bench)
 
     add_suite_commands(sub)
