@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.k8s.client import client_factory
 
 __all__ = ["add_k8s_commands"]
 
@@ -47,6 +46,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    from gpudefrag.k8s.client import client_factory  # lightkube only when a cluster is used
+
     factory = client_factory(args.kubeconfig)
     config = SchedulerConfig(
         policy=args.policy,
@@ -77,6 +78,8 @@ def cmd_defrag(args: argparse.Namespace) -> int:
         raise ConfigError("--interval-s and --reservation-s must be > 0, --restart-s >= 0")
     if not 0 <= args.headroom < 1 or args.max_moves < 1:
         raise ConfigError("--headroom must be in [0, 1) and --max-moves at least 1")
+    from gpudefrag.k8s.client import client_factory  # lightkube only when a cluster is used
+
     factory = client_factory(args.kubeconfig)
     config = DefragConfig(
         interval_s=args.interval_s,
