@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudefrag.errors import ConfigError, InputError
+from gpudefrag.k8s.timefmt import to_rfc3339
 
 if TYPE_CHECKING:
     from gpudefrag.k8s.snapshot import Snapshot
@@ -55,28 +56,20 @@ def list_cluster_objects(kubeconfig: Path) -> list[dict[str, Any]]:
     """Every Node and Pod of the cluster ``kubeconfig`` names, as JSON objects (``kind`` set);
     any failure is an :class:`~gpudefrag.errors.InputError` naming the kubeconfig."""
     import httpx2
-    from lightkube import Client, KubeConfig
     from lightkube.core.exceptions import ApiError
-    from lightkube.core.exceptions import ConfigError as KubeConfigError
     from lightkube.resources.core_v1 import Node, Pod
 
-    if not kubeconfig.is_file():
-        raise InputError(kubeconfig, "no such kubeconfig file")
+    from gpudefrag.k8s.client import client_factory
+
+    client = client_factory(kubeconfig)()  # a missing or unusable kubeconfig: InputError
     try:
-        client = Client(KubeConfig.from_file(kubeconfig))
         nodes = [{**n.to_dict(), "kind": "Node", "apiVersion": "v1"} for n in client.list(Node)]
         pods = [{**p.to_dict(), "kind": "Pod", "apiVersion": "v1"} for p in client.list(Pod, namespace="*")]
     except ApiError as e:
         raise InputError(kubeconfig, f"the API server answered {e.status.code}: {e.status.message}") from None
-    except httpx2.HTTPError as e:
+    except (httpx2.HTTPError, OSError) as e:
         raise InputError(kubeconfig, f"cannot list nodes and pods: {e}") from None
-    except (KubeConfigError, ValueError, KeyError, TypeError, OSError) as e:
-        raise InputError(kubeconfig, f"not a usable kubeconfig: {e}") from None
     return nodes + pods
-
-
-def _time_text(t_s: float) -> str:
-    return datetime.fromtimestamp(t_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ----------------------------------------------------------------------------- output
@@ -84,7 +77,7 @@ def report_json(report: WhatIf, snapshot: Snapshot, domains: list[dict[str, Any]
     """The report as one JSON-ready object (the same content as :func:`format_text`)."""
     return {
         "source": snapshot.source,
-        "now": _time_text(report.now_s),
+        "now": to_rfc3339(report.now_s, micros=False),
         "policy": report.policy,
         "restart_s": report.restart_s,
         "nodes": len(snapshot.nodes),
@@ -148,7 +141,7 @@ def format_text(report: WhatIf, snapshot: Snapshot, domains: list[dict[str, Any]
     unusable = f", not usable: {', '.join(report.unusable_nodes)}" if report.unusable_nodes else ""
     lines = [
         f"snapshot {snapshot.source}: {len(snapshot.nodes)} nodes{unusable}; {len(snapshot.running)} running "
-        f"pods, {len(snapshot.pending)} pending; policy {report.policy}; at {_time_text(report.now_s)}",
+        f"pods, {len(snapshot.pending)} pending; policy {report.policy}; at {to_rfc3339(report.now_s, micros=False)}",
         *(f"  skipped: {s}" for s in report.skipped),
         "",
         "1. Fragmentation now",
