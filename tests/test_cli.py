@@ -80,7 +80,8 @@ def test_run_writes_curve_and_decisions(mirror, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert re.search(r"allocation at 130% arrived:\s+95\.29%", out), out
-    assert "10866 pods arrived, 2532 dropped, 2714 tuned clones" in out
+    assert "10866 pods arrived on 1213 nodes, 2532 dropped, 2714 tuned clones" in out
+    assert re.search(r"[\d,]+ pods/s end to end, [\d,]+ pods/s in the placement loop", out), out
     curves = list(tmp_path.rglob("curve.csv"))
     decisions = list(tmp_path.rglob("decisions.csv"))
     assert len(curves) == 1 and len(decisions) == 1

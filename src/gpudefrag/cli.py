@@ -116,24 +116,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         desc=f"{args.policy} seed {args.seed}", unit="pod", disable=None if not args.no_progress else True
     )
     started = time.perf_counter()
+    if args.gpus is not None and args.gpus < 1:
+        raise ConfigError("--gpus must be at least 1")
     out = run_experiment(
-        args.workload, args.policy, args.seed, args.tune_ratio, with_frag=True, on_progress=bar.update
+        args.workload,
+        args.policy,
+        args.seed,
+        args.tune_ratio,
+        with_frag=True,
+        on_progress=bar.update,
+        min_gpus=args.gpus,
     )
     bar.close()
     wall = time.perf_counter() - started
     assert out.frag_curve is not None  # with_frag=True: the run tracks fragmentation, so it has the curve
-    folder = args.out / f"{out.workload}-{args.policy}-seed{args.seed}"
+    size = "" if args.gpus is None else f"-{len(out.node_names)}nodes"
+    folder = args.out / f"{out.workload}-{args.policy}-seed{args.seed}{size}"
     paths = write_run(out, folder)
     n = len(out.prepared.arrivals)
     print(
-        f"{out.workload} / {args.policy} / seed {args.seed}: {n} pods arrived, "
+        f"{out.workload} / {args.policy} / seed {args.seed}: {n} pods arrived on {len(out.node_names)} nodes, "
         f"{out.result.failed} dropped, {out.prepared.clones} tuned clones"
     )
     for x in (50, 80, 100, 110, 120, 130):
         print(
             f"  allocation at {x:3d}% arrived: {out.curve[x]:6.2f}%   fragmentation: {out.frag_curve[x]:6.2f}%"
         )
-    print(f"wall {wall:.2f} s (placement loop {out.result.wall_s:.2f} s)")
+    print(
+        f"wall {wall:.2f} s (placement loop {out.result.wall_s:.2f} s): {n / wall:,.0f} pods/s end to end, "
+        f"{n / out.result.wall_s:,.0f} pods/s in the placement loop"
+    )
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -143,26 +155,94 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
 
     from gpudefrag.experiments.inputs import workload_inputs
     from gpudefrag.experiments.scale_bench import bench_scale
+    from gpudefrag.workloads.itp import load_itp
 
     if args.gpus < 8 or args.decisions < 1:
         raise ConfigError("--gpus must be at least 8 and --decisions at least 1")
     inputs = workload_inputs(args.workload)
+    itp_jobs = load_itp("itp_cluster04")
     policies = args.policy or ["fgd", "bestfit"]
+    how = "full scan of every node" if args.scan else "incremental index (same decisions as the full scan)"
     print(
-        f"{args.topology} cluster of {args.gpus} GPUs, 60 % filled from {args.workload} (seed {args.seed}); "
-        f"{args.decisions} decisions per pod shape, each bound"
+        f"{args.topology} cluster of {args.gpus} GPUs, 60 % filled (80 % of it ITP cluster04 jobs, 20 % "
+        f"{args.workload} pods; seed {args.seed}); {how}; {args.decisions} decisions per pod shape, each bound"
     )
     print(f"{'policy':<10} {'shape':<8} {'nodes':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for name in policies:
         r = bench_scale(
-            args.gpus, args.topology, inputs.pods, inputs.typical, name, args.decisions, args.seed
+            args.gpus,
+            args.topology,
+            inputs.pods,
+            inputs.typical,
+            name,
+            args.decisions,
+            args.seed,
+            itp_jobs=itp_jobs,
+            scan=args.scan,
         )
         for shape, ms in r.latency_ms.items():
             print(
                 f"{name:<10} {shape:<8} {r.nodes:>8} {np.percentile(ms, 50):>8.3f} "
                 f"{np.percentile(ms, 99):>8.3f} {ms.max():>8.3f}"
             )
-        print(f"{name:<10} cluster built in {r.build_s:.1f} s; peak RSS {r.max_rss_mib:.0f} MiB")
+        print(
+            f"{name:<10} cluster built in {r.build_s:.1f} s; index built in {r.index_build_s:.2f} s; "
+            f"peak RSS {r.max_rss_mib:.0f} MiB"
+        )
+    return 0
+
+
+def cmd_scale_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from gpudefrag.experiments import scale_sweep
+    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.workloads.itp import load_itp
+
+    inputs = workload_inputs(args.workload)
+    policies = args.policy or ["fgd", "bestfit"]
+    modes = ["index", "scan"]
+    print(
+        f"decision latency against cluster size: {args.topology}, sizes {args.sweep} GPUs, 60 % filled "
+        f"(ITP cluster04 + {args.workload}, seed {args.seed}); {args.decisions} decisions per pod shape"
+    )
+    steps = len(args.sweep) * len(policies) * len(modes)
+    with tqdm(total=steps, unit="run", disable=True if args.no_progress else None) as bar:
+        rows = scale_sweep.sweep(
+            args.sweep,
+            args.topology,
+            inputs.pods,
+            inputs.typical,
+            policies,
+            modes,
+            args.decisions,
+            args.seed,
+            load_itp("itp_cluster04"),
+            on_step=lambda _: bar.update(1),
+        )
+    print(f"{'GPUs':>9} {'nodes':>8} {'policy':<8} {'mode':<6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    pooled: dict[tuple[int, str, str], list[scale_sweep.SweepRow]] = {}
+    for r in rows:
+        pooled.setdefault((r.gpus, r.policy, r.mode), []).append(r)
+    import numpy as np
+
+    for (gpus, policy, mode), group in pooled.items():
+        ms = np.concatenate([r.latency_ms for r in group])
+        print(
+            f"{gpus:>9} {group[0].nodes:>8} {policy:<8} {mode:<6} {np.percentile(ms, 50):>8.3f} "
+            f"{np.percentile(ms, 99):>8.3f} {ms.max():>8.3f}"
+        )
+    for policy in policies:
+        for mode in modes:
+            g = scale_sweep.growth_ratio(rows, policy, mode)
+            if g is not None:
+                print(f"growth {policy} {mode}: p99 at {g[1]} GPUs = {g[2]:.2f} x p99 at {g[0]} GPUs")
+    out = args.out
+    paths = [
+        scale_sweep.write_csv(rows, out / "scale_latency.csv"),
+        scale_sweep.write_chart(rows, out / "scale_latency.png"),
+    ]
+    print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -170,6 +250,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.bench import bench_policy
     from gpudefrag.policies.registry import POLICY_NAMES
 
+    if args.sweep is not None:
+        return cmd_scale_sweep(args)
     if args.gpus is not None:
         return cmd_scale_bench(args)
 
@@ -561,6 +643,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=42)
     run.add_argument(
+        "--gpus",
+        type=int,
+        default=None,
+        help="repeat the node list to at least this many GPUs (e.g. 1000000) and prepare the workload "
+        "for that capacity",
+    )
+    run.add_argument(
         "--tune-ratio",
         type=positive_float,
         default=1.3,
@@ -581,6 +670,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod", help="with --gpus")
     bench.add_argument("--decisions", type=int, default=200, help="with --gpus: decisions per pod shape")
+    bench.add_argument(
+        "--scan", action="store_true", help="with --gpus: scan every node per decision instead of the index"
+    )
+    bench.add_argument(
+        "--sweep",
+        type=parse_int_list,
+        default=None,
+        metavar="GPUS,GPUS,...",
+        help="latency against cluster size (index and full scan) at these sizes, e.g. "
+        "1000,10000,100000,1000000; writes OUT/scale_latency.csv and .png",
+    )
+    bench.add_argument("--out", type=Path, default=Path("runs/bench"), help="with --sweep: output folder")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     bench.set_defaults(func=cmd_bench)
 
     add_suite_commands(sub)

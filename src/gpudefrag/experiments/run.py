@@ -16,6 +16,7 @@ from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.arrival import ArrivalResult, run_arrivals
 from gpudefrag.workloads.fgd_protocol import DEFAULT_TUNE_RATIO, PreparedRun, prepare_run
+from gpudefrag.workloads.replicate import replicate_nodes
 
 
 @dataclass(frozen=True)
@@ -39,20 +40,24 @@ def run_experiment(
     tune_ratio: float = DEFAULT_TUNE_RATIO,
     with_frag: bool = False,
     on_progress: Callable[[int], None] | None = None,
+    min_gpus: int | None = None,
 ) -> RunOutput:
-    """Run one (workload, policy, seed) experiment of FGD's arrival-only protocol."""
+    """Run one (workload, policy, seed) experiment of FGD's arrival-only protocol; with
+    ``min_gpus``, on the node list repeated to at least that many GPUs
+    (:func:`~gpudefrag.workloads.replicate.replicate_nodes`)."""
     inputs = workload_inputs(workload)
-    prepared = prepare_run(inputs.pods, inputs.nodes.names, inputs.gpu_capacity_milli, seed, tune_ratio)
-    state = cluster_from_nodes(inputs.nodes, prepared.tie_rank)
+    nodes = inputs.nodes if min_gpus is None else replicate_nodes(inputs.nodes, min_gpus)
+    prepared = prepare_run(inputs.pods, nodes.names, nodes.total_gpus * 1000, seed, tune_ratio)
+    state = cluster_from_nodes(nodes, prepared.tie_rank)
     chooser = make_policy(policy, inputs.typical, seed)
     tracker = FragTracker(inputs.typical, state) if with_frag else None
     result = run_arrivals(state, prepared.arrivals, chooser, tracker, on_progress)
-    total_gpus = inputs.nodes.total_gpus
+    total_gpus = nodes.total_gpus
     curve = discretize(result.used_gpu_milli, result.arrived_gpu_milli, total_gpus)
     frag_curve = None
     if result.frag_milli is not None:
         frag_curve = discretize_frag(result.frag_milli, result.arrived_gpu_milli, total_gpus)
-    return RunOutput(inputs.name, policy, seed, curve, frag_curve, result, prepared, inputs.nodes.names)
+    return RunOutput(inputs.name, policy, seed, curve, frag_curve, result, prepared, nodes.names)
 
 
 def write_run(output: RunOutput, folder: Path) -> list[Path]:

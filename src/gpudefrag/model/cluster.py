@@ -6,7 +6,9 @@ A what-if runs on :meth:`ClusterState.copy`, which copies only the dynamic array
 
 Every change to a node gives it a fresh ``version`` from a process-wide counter.  Equal versions
 therefore imply equal node contents, so caches keyed by (node index, version) stay valid across
-copies and never need explicit invalidation.
+copies and never need explicit invalidation.  A :class:`NodeWatcher` registered with
+:meth:`ClusterState.watch` is told the index of every node that changes (an incremental index
+keeps itself current this way); copies start with no watchers.
 
 GPU slots beyond a node's ``gpu_count`` hold 0 and are never used.
 """
@@ -17,7 +19,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,6 +58,14 @@ def affinity_tag(pod: PodSpec) -> int:
     if pod.num_gpu == 1 and pod.gpu_milli < GPU_MILLI_PER_GPU:
         return 0
     return pod.num_gpu
+
+
+class NodeWatcher(Protocol):
+    """Told about every node whose contents change (after the change)."""
+
+    def node_changed(self, node: int) -> None: ...
+
+    def nodes_changed(self, nodes: NDArray[np.int64]) -> None: ...
 
 
 def _fresh_versions(n: int) -> NDArray[np.int64]:
@@ -118,6 +128,7 @@ class ClusterState:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.affinity = np.zeros((n, AFFINITY_TAGS), dtype=np.int64)
         self.version = _fresh_versions(n)
+        self._watchers: list[NodeWatcher] = []
         self.gpu_capacity_milli = int(self.gpu_count.sum()) * GPU_MILLI_PER_GPU
         self.used_gpu_milli = 0
 
@@ -150,8 +161,20 @@ class ClusterState:
         return None
 
     # ----------------------------------------------------------------- changes
+    def watch(self, watcher: NodeWatcher) -> None:
+        """Tell ``watcher`` about every later change to a node of this state (not of copies)."""
+        if watcher not in self._watchers:
+            self._watchers.append(watcher)
+
+    def unwatch(self, watcher: NodeWatcher) -> None:
+        """Stop telling ``watcher`` (no error if it was not watching)."""
+        if watcher in self._watchers:
+            self._watchers.remove(watcher)
+
     def _touch(self, node: int) -> None:
         self.version[node] = _next_version()
+        for w in self._watchers:
+            w.node_changed(node)
 
     def bind(self, placement: Placement) -> None:
         """Place a pod; raises :class:`PlacementError` (state unchanged) if it does not fit."""
@@ -222,7 +245,12 @@ class ClusterState:
             "version",
         ):
             setattr(other, name, getattr(self, name).copy())
+        other._watchers = []
         return other
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without watchers (they belong to this process's deciders)."""
+        return {**self.__dict__, "_watchers": []}
 
     def mask(self, node: int) -> None:
         """Make ``node`` unusable on this (what-if) copy: nothing left, pod-count limit reached.
@@ -243,6 +271,8 @@ class ClusterState:
         self.gpu_milli_left[nodes, :] = 0
         self.pod_count[nodes] = MAX_PODS_PER_NODE
         self.version[nodes] = _fresh_versions(int(nodes.size))
+        for w in self._watchers:
+            w.nodes_changed(nodes)
 
     def snapshot(self) -> tuple[bytes, bytes, bytes, bytes, bytes, int]:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""

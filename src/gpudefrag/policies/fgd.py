@@ -16,9 +16,11 @@ from numpy.typing import NDArray
 from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies.base import Policy
+from gpudefrag.policies.base import Policy, attached_index
 from gpudefrag.policies.fgd_kernel import fgd_scores, fgd_select
 from gpudefrag.policies.gpu_choice import exclusive_gpus
+from gpudefrag.policies.index_kernel import FGD_KIND
+from gpudefrag.policies.score_index import ScoreIndex
 
 NAME = "fgd"
 
@@ -40,9 +42,16 @@ class FgdPolicy(Policy):
     def __init__(self, typical: TypicalPods) -> None:
         self.typical = typical
         self._tp: TypicalArrays = typical.kernel_args
+        self._index: ScoreIndex | None = None
         self.reset()
 
+    def attach(self, state: ClusterState) -> None:
+        self._index = attached_index(self._index, state, FGD_KIND, self._tp)
+
     def reset(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
         self._keys: dict[tuple[int, int, int, int], int] = {}
         self._n_nodes = -1
 
@@ -100,8 +109,11 @@ class FgdPolicy(Policy):
         return head + tail
 
     def select(self, state: ClusterState, pod: PodSpec) -> Placement | None:
-        key = self._ensure(state, pod)
-        node, gpu = fgd_select(*self._args(state, key, True), *pod.fit_key, *self._tp)
+        if self._index is not None and self._index.state is state:
+            node, gpu = self._index.best(pod)
+        else:
+            key = self._ensure(state, pod)
+            node, gpu = fgd_select(*self._args(state, key, True), *pod.fit_key, *self._tp)
         if node < 0:
             return None
         if pod.is_sharing:

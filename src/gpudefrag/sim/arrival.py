@@ -89,6 +89,7 @@ def run_arrivals(
 ) -> ArrivalResult:
     """Replay ``arrivals`` on ``state`` (mutated) with ``policy``; see the module docstring."""
     rec = ArrivalRecorder(state, arrivals, frag)
+    policy.attach(state)
     n = len(arrivals)
     for i in range(n):
         rec.record(i, policy.select(state, arrivals.pod(i)))

@@ -1,0 +1,192 @@
+"""An incremental, exact index of per-node scores: one decision costs O(changes x log nodes).
+
+A full-scan policy visits every node per decision.  :class:`ScoreIndex` watches one
+:class:`~gpudefrag.model.cluster.ClusterState` (it registers itself with ``state.watch``) and
+keeps, per pod shape it has been asked about, a tournament tree of the nodes' scores for that
+shape (:mod:`gpudefrag.policies.index_kernel`).  Every node change is appended to a change log;
+when a shape is asked for again, only the nodes logged since its last use are rescored, each
+with ``log2(nodes)`` tree steps, and the root is the answer.
+
+The rule it keeps: ``best(pod)`` returns exactly the node a full scan of the same policy returns
+(highest score, ties to the lowest ``tie_rank``, then the lowest node index), because leaves are
+scored by the policy's own kernels and the tree orders equal scores by that tie-break.
+
+The log is bounded: when it fills, entries every shape has consumed are dropped, and a shape
+that lags more than one node count behind is marked for a rescan of all nodes on next use
+(cheaper than replaying the log), after which the log is compacted again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gpudefrag.frag.typical import TypicalArrays
+from gpudefrag.model.cluster import ClusterState, affinity_tag
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies.index_kernel import INFEASIBLE, rebuild, refresh
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+_KernelArgs: TypeAlias = tuple[
+    IntArray,  # position
+    IntArray,  # tree
+    IntArray,  # leaf_score
+    IntArray,  # leaf_gpu
+    IntArray,  # leaf_version
+    IntArray,  # cpu_milli_left
+    IntArray,  # memory_mib_left
+    IntArray,  # gpu_milli_left
+    IntArray,  # gpu_count
+    IntArray,  # model_id
+    IntArray,  # pod_count
+    IntArray,  # affinity
+    IntArray,  # version
+    FloatArray,  # frag
+    IntArray,  # frag_version
+    int,  # pod cpu_milli
+    int,  # pod memory_mib
+    int,  # pod num_gpu
+    int,  # pod gpu_milli
+    int,  # pod gpu_model_mask
+    int,  # pod affinity tag
+    IntArray,  # typical cpu
+    IntArray,  # typical gpu milli
+    IntArray,  # typical num gpu
+    IntArray,  # typical model mask
+    FloatArray,  # typical frequency
+]
+"""Everything :func:`refresh` and :func:`rebuild` take after their leading arguments."""
+
+__all__ = ["ScoreIndex"]
+
+_NO_TYPICAL: TypicalArrays = (
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.float64),
+)
+
+
+@dataclass
+class _ShapeTree:
+    """One pod shape's kernel arguments (its tree and leaves, the state's arrays, the pod's
+    request; built once, the arrays change in place) and its GPU per node; ``cursor`` is the
+    log position consumed so far (-1: rescan every node on next use)."""
+
+    leaf_gpu: IntArray
+    args: _KernelArgs
+    cursor: int
+
+
+class ScoreIndex:
+    """The module docstring's index for one policy kind on one state.
+
+    ``kind`` is :data:`~gpudefrag.policies.index_kernel.FGD_KIND` or a
+    :mod:`~gpudefrag.policies.baseline_kernel` policy id; ``typical`` the FGD typical-pod
+    arrays (unused by baselines).
+    """
+
+    def __init__(self, state: ClusterState, kind: int, typical: TypicalArrays | None = None) -> None:
+        n = state.num_nodes
+        self.state = state
+        self.kind = kind
+        self._tp = typical if typical is not None else _NO_TYPICAL
+        self._order = np.lexsort((np.arange(n, dtype=np.int64), state.tie_rank)).astype(np.int64)
+        self._position = np.empty(n, dtype=np.int64)
+        self._position[self._order] = np.arange(n, dtype=np.int64)
+        self._size = 1
+        while self._size < n:
+            self._size *= 2
+        self._frag = np.zeros(n, dtype=np.float64)
+        self._frag_version = np.full(n, -1, dtype=np.int64)
+        self._shapes: dict[tuple[int, int, int, int, int], _ShapeTree] = {}
+        self._log = np.empty(max(1024, 2 * n), dtype=np.int64)
+        self._log_len = 0
+        state.watch(self)
+
+    def close(self) -> None:
+        """Stop watching the state (the index is unusable afterwards)."""
+        self.state.unwatch(self)
+        self._shapes.clear()
+
+    # ---- NodeWatcher ------------------------------------------------------------------------
+    def node_changed(self, node: int) -> None:
+        if self._log_len == self._log.size:
+            self._make_room(1)
+        self._log[self._log_len] = node
+        self._log_len += 1
+
+    def nodes_changed(self, nodes: IntArray) -> None:
+        k = int(nodes.size)
+        if self._log_len + k > self._log.size:
+            self._make_room(k)
+        self._log[self._log_len : self._log_len + k] = nodes
+        self._log_len += k
+
+    def _make_room(self, k: int) -> None:
+        n = self.state.num_nodes
+        for shape in self._shapes.values():
+            if shape.cursor >= 0 and self._log_len - shape.cursor > n:
+                shape.cursor = -1
+        live = [s.cursor for s in self._shapes.values() if s.cursor >= 0]
+        drop = min(live, default=self._log_len)
+        if drop:
+            self._log[: self._log_len - drop] = self._log[drop : self._log_len]
+            self._log_len -= drop
+            for shape in self._shapes.values():
+                if shape.cursor >= 0:
+                    shape.cursor -= drop
+        while self._log_len + k > self._log.size:
+            grown = np.empty(2 * self._log.size, dtype=np.int64)
+            grown[: self._log_len] = self._log[: self._log_len]
+            self._log = grown
+
+    # ---- queries ----------------------------------------------------------------------------
+    def _new_shape(self, pod: PodSpec) -> _ShapeTree:
+        n, size, st = self.state.num_nodes, self._size, self.state
+        tree = np.full(2 * size, -1, dtype=np.int64)
+        tree[size : size + n] = np.arange(n, dtype=np.int64)
+        leaf_score = np.full(size, INFEASIBLE, dtype=np.int64)
+        leaf_gpu = np.full(n, -1, dtype=np.int64)
+        args: _KernelArgs = (
+            self._position,
+            tree,
+            leaf_score,
+            leaf_gpu,
+            np.full(n, -1, dtype=np.int64),
+            st.cpu_milli_left,
+            st.memory_mib_left,
+            st.gpu_milli_left,
+            st.gpu_count,
+            st.model_id,
+            st.pod_count,
+            st.affinity,
+            st.version,
+            self._frag,
+            self._frag_version,
+            *pod.fit_key,
+            max(affinity_tag(pod), 0),
+            *self._tp,
+        )
+        return _ShapeTree(leaf_gpu, args, -1)
+
+    def best(self, pod: PodSpec) -> tuple[int, int]:
+        """(node, sharing-pod GPU or -1) the policy picks for ``pod``; (-1, -1) if none fits."""
+        key = pod.fit_key
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = self._new_shape(pod)
+        if shape.cursor < 0:
+            pos = rebuild(self.kind, *shape.args)
+        else:
+            pos = refresh(self._log[shape.cursor : self._log_len], self.kind, *shape.args)
+        shape.cursor = self._log_len
+        if pos < 0:
+            return -1, -1
+        node = int(self._order[pos])
+        return node, int(shape.leaf_gpu[node])

@@ -1,0 +1,119 @@
+"""The incremental score index decides exactly what the full scan decides.
+
+Every deterministic policy is run twice on the same random state: one instance attached to the
+state (indexed), one fresh instance per query on the state itself (full scan, never attached).
+After every bind, unbind and mask the two must pick the same node and GPUs for random pods.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies.registry import DETERMINISTIC_POLICIES, make_policy
+from gpudefrag.policies.score_index import ScoreIndex
+
+
+def _scan(name: str, typical, state: ClusterState, pod: PodSpec) -> Placement | None:
+    return make_policy(name, typical).select(state, pod)
+
+
+def _check_same(indexed, name: str, typical, state: ClusterState, probes: list[PodSpec]) -> None:
+    for pod in probes:
+        got = indexed.select(state, pod)
+        want = _scan(name, typical, state, pod)
+        assert (got is None) == (want is None), (name, pod)
+        if got is not None and want is not None:
+            assert (got.node, got.gpus) == (want.node, want.gpus), (name, pod)
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC_POLICIES)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_indexed_decisions_equal_full_scan(name, data, gen, typical_small):
+    state = data.draw(gen.clusters(min_nodes=1, max_nodes=10, max_prior=15))
+    probes = data.draw(st.lists(gen.pods(), min_size=1, max_size=4))
+    indexed = make_policy(name, typical_small)
+    indexed.attach(state)
+    rng = random.Random(data.draw(st.integers(0, 2**16)))
+    bound: list[Placement] = []
+    _check_same(indexed, name, typical_small, state, probes)
+    for _ in range(data.draw(st.integers(1, 12))):
+        op = rng.random()
+        if op < 0.55:
+            pod = rng.choice(probes)
+            p = indexed.select(state, pod)
+            if p is not None:
+                state.bind(p)
+                bound.append(p)
+        elif op < 0.9 and bound:
+            state.unbind(bound.pop(rng.randrange(len(bound))))
+        else:  # a what-if mask on the state itself also goes through the watchers
+            state.mask_many(np.array([rng.randrange(state.num_nodes)], dtype=np.int64))
+        _check_same(indexed, name, typical_small, state, probes)
+
+
+def test_equal_tie_ranks_fall_back_to_the_lowest_index(gen, typical_small):
+    nodes = [("V100M32", 8, 96000, 1 << 20)] * 5
+    state = gen.build_cluster(nodes, np.zeros(5, dtype=np.int64))
+    policy = make_policy("fgd", typical_small)
+    policy.attach(state)
+    pod = PodSpec(1000, 1024, 1, 1000)
+    assert policy.select(state, pod).node == _scan("fgd", typical_small, state, pod).node == 0
+    state.bind(Placement(0, (0,), pod))
+    state.bind(Placement(3, (0,), pod))
+    got = policy.select(state, pod)
+    assert (got.node, got.gpus) == ((lambda p: (p.node, p.gpus))(_scan("fgd", typical_small, state, pod)))
+
+
+def test_copies_are_scanned_and_do_not_disturb_the_index(gen, typical_small):
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20)] * 4)
+    policy = make_policy("bestfit", typical_small)
+    policy.attach(state)
+    pod = PodSpec(2000, 1024, 2, 1000)
+    first = policy.select(state, pod)
+    what_if = state.copy()
+    what_if.mask(first.node)
+    assert policy.select(what_if, pod).node != first.node  # a copy is scanned, mask seen
+    assert policy.select(state, pod).node == first.node  # the index ignored the copy
+
+
+def test_a_long_log_compacts_and_a_lagging_shape_rescans(gen, typical_small):
+    """Far more changes than the log holds, with one shape asked rarely: still exact."""
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20), ("T4", 4, 32000, 1 << 19)] * 3)
+    index = ScoreIndex(state, kind=0)  # BestFit's kernel id
+    frequent = PodSpec(1000, 512, 1, 250)
+    rare = PodSpec(4000, 2048, 2, 1000)
+    rng = random.Random(7)
+    bound: list[Placement] = []
+    policy = make_policy("bestfit", typical_small)
+    for step in range(3000):
+        node, _ = index.best(frequent)
+        if node >= 0 and rng.random() < 0.6:
+            p = policy.select(state, frequent)
+            assert p is not None and p.node == node
+            state.bind(p)
+            bound.append(p)
+        elif bound:
+            state.unbind(bound.pop(rng.randrange(len(bound))))
+        if step % 700 == 0:
+            want = _scan("bestfit", typical_small, state, rare)
+            assert index.best(rare)[0] == (-1 if want is None else want.node)
+    assert index._log.size <= 4096  # compaction kept the log bounded
+    index.close()
+    assert index not in state._watchers
+
+
+def test_pickled_state_leaves_watchers_behind(gen, typical_small):
+    import pickle
+
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20)] * 2)
+    make_policy("fgd", typical_small).attach(state)
+    assert len(state._watchers) == 1
+    assert pickle.loads(pickle.dumps(state))._watchers == []
