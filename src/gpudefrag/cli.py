@@ -479,11 +479,12 @@ def add_suite_commands(sub) -> None:
     """``gpudefrag suite 1a`` and ``gpudefrag suite 1b``, each with only its own options."""
     suite = sub.add_parser(
         "suite",
-        help="experiment suites (1a: batch placement; 1b: time-driven + defrag; 2: gangs on a topology)",
+        help="experiment suites (1a: batch placement; 1b: time-driven + defrag; 2: gangs on a topology; "
+        "3: failures, spares, preemption, elastic nodes)",
         description="Run an experiment suite; each writes a Markdown report, PNG charts and CSV "
         "tables.  See `gpudefrag suite 1a --help` and `gpudefrag suite 1b --help`.",
     )
-    suites = suite.add_subparsers(dest="suite", metavar="{1a,1b,2}", required=True)
+    suites = suite.add_subparsers(dest="suite", metavar="{1a,1b,2,3}", required=True)
 
     s1a = suites.add_parser(
         "1a",
@@ -549,6 +550,10 @@ def add_suite_commands(sub) -> None:
     from gpudefrag.cli_suite2 import add_suite2_command
 
     add_suite2_command(suites)
+
+    from gpudefrag.cli_suite3 import add_suite3_command
+
+    add_suite3_command(suites)
 
 
 def add_sim_command(sub) -> None:

@@ -52,14 +52,9 @@ class Workload:
         return Workload(sizes, tuple(acc[s] / total for s in sizes))
 
 
-def _whole_counts(state: GangState, whole: npt.NDArray[np.bool_]) -> list[IntArray]:
-    topo = state.topology
-    return [
-        np.bincount(
-            topo.domains(li), weights=whole.astype(np.float64), minlength=topo.num_domains(li)
-        ).astype(np.int64)
-        for li in range(len(topo.levels))
-    ]
+def _whole_counts(state: GangState) -> tuple[IntArray, ...]:
+    """Wholly free nodes per domain of every named level (the state's kept aggregates)."""
+    return state.domain_counts().whole[: len(state.topology.levels)]
 
 
 def _domain_term(whole_in_domain: IntArray | int, k: int, gpn: int) -> IntArray | int:
@@ -69,13 +64,13 @@ def _domain_term(whole_in_domain: IntArray | int, k: int, gpn: int) -> IntArray 
 def node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: IntArray) -> FloatArray:
     """Change of F if one pod of ``pod_gpus`` whole GPUs goes on each of ``nodes``."""
     topo = state.topology
-    gpn = topo.max_gpus_per_node
+    gpn = state.index.max_gpus_per_node
     f = state.free_gpus[nodes]
     f2 = f - pod_gpus
     cap = topo.gpus_per_node[nodes]
     was_whole = f == cap
     delta = np.zeros(nodes.size, dtype=np.float64)
-    counts = _whole_counts(state, state.whole_free_nodes()) if was_whole.any() else []
+    counts = _whole_counts(state) if was_whole.any() else ()
     n_levels = max(1, len(topo.levels))
     for s, w in zip(work.sizes, work.weights):
         if s <= gpn:
@@ -91,36 +86,32 @@ def node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: IntArray
     return delta
 
 
-def domain_delta(state: GangState, work: Workload, level: int, whole_taken: IntArray) -> FloatArray:
+def domain_delta(
+    state: GangState, work: Workload, level: int, whole_taken: IntArray, domains: IntArray | None = None
+) -> FloatArray:
     """Change of F if ``whole_taken[d]`` wholly free nodes of each domain ``d`` of ``level``
-    are used by one gang (nodes wholly used: their node terms do not change)."""
+    are used by one gang (nodes wholly used: their node terms do not change).  With
+    ``domains``, only those domains are scored: ``whole_taken[i]`` and the answer's ``[i]``
+    belong to ``domains[i]`` (the same figures as the full answer's ``[domains[i]]``)."""
     topo = state.topology
-    gpn = topo.max_gpus_per_node
-    counts = _whole_counts(state, state.whole_free_nodes())
+    gpn = state.index.max_gpus_per_node
     n_levels = max(1, len(topo.levels))
     delta = np.zeros(whole_taken.size, dtype=np.float64)
     if level < 0:
         return delta
+    counts = _whole_counts(state)
+    index = state.index
+    # each domain's count of whole nodes at its own level and at every level above it
+    above: list[IntArray] = []
+    for li in range(level, len(topo.levels)):
+        cnt = counts[li] if li == level else counts[li][index.ancestor(level, li)]
+        above.append(cnt if domains is None else cnt[domains])
     for s, w in zip(work.sizes, work.weights):
         if s <= gpn:
             continue
         k = s // gpn
         # the chosen domain and every domain above it lose the taken nodes
-        for li in range(level, len(topo.levels)):
-            if li == level:
-                wd = counts[li]
-            else:
-                parent = _parent_map(state, level, li)
-                wd = counts[li][parent]
+        for wd in above:
             change = _domain_term(wd - whole_taken, k, gpn) - _domain_term(wd, k, gpn)
             delta += (w / n_levels) * change
     return delta
-
-
-def _parent_map(state: GangState, level: int, upper: int) -> IntArray:
-    """For each domain of ``level``, its domain at level ``upper``."""
-    topo = state.topology
-    lower = topo.domains(level)
-    out = np.zeros(topo.num_domains(level), dtype=np.int64)
-    out[lower] = topo.domains(upper)
-    return out

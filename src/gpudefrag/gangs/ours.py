@@ -10,6 +10,11 @@ the gang-aware fragmentation measure (:mod:`gpudefrag.gangs.objective`) least.
   grows least (ties: fewest wholly free nodes, then lowest index).  Inside that domain the
   whole nodes are chosen level by level downwards: the smallest sub-domain that holds them all,
   else the fullest sub-domains first (fewest domains used).
+
+A gang decision reads the state's domain aggregates (:meth:`GangState.domain_counts`: wholly
+free nodes and free-GPU histograms per domain) and the topology's member and child lists
+(:mod:`gpudefrag.model.domain_index`), so it costs about the domains of the level tried plus
+the sub-domains and members of the chosen domain, not a pass over every node.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy.typing as npt
 
 from gpudefrag.gangs.objective import Workload, domain_delta, node_deltas
 from gpudefrag.gangs.policy import candidate_levels
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.gang_state import DomainCounts, GangState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 IntArray = npt.NDArray[np.int64]
@@ -46,6 +51,37 @@ def pick_whole_nodes(state: GangState, whole_nodes: IntArray, k: int, level: int
     for i in order:
         take = min(need, int(counts[i]))
         out.append(pick_whole_nodes(state, whole_nodes[dom == ids[i]], take, level - 1))
+        need -= take
+        if need == 0:
+            break
+    return np.concatenate(out)
+
+
+def _pick_in_domain(state: GangState, counts: DomainCounts, level: int, domain: int, k: int) -> IntArray:
+    """:func:`pick_whole_nodes` on the wholly free nodes of the largest size in ``domain`` of
+    level index ``level`` (the root for the whole cluster), going down from ``level - 1``:
+    read from the aggregates and the child lists instead of grouping the nodes."""
+    gpn = state.index.max_gpus_per_node
+    index = state.index
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    if level == 0:  # the members are nodes (also the root of a topology without levels)
+        members = index.members(level, domain)
+        return members[state.free_gpus[members] == gpn][:k]
+    kids = index.children(level, domain)
+    have = counts.free_hist[level - 1][kids, gpn]
+    ids, cnt = kids[have > 0], have[have > 0]
+    if cnt.sum() < k:
+        raise ValueError("not enough whole nodes")
+    fits = cnt >= k
+    if fits.any():
+        best = int(ids[fits][np.argmin(cnt[fits])])
+        return _pick_in_domain(state, counts, level - 1, best, k)
+    out: list[IntArray] = []
+    need = k
+    for i in np.lexsort((ids, -cnt)):
+        take = min(need, int(cnt[i]))
+        out.append(_pick_in_domain(state, counts, level - 1, int(ids[i]), take))
         need -= take
         if need == 0:
             break
@@ -81,8 +117,8 @@ class GangAware:
         if job.is_sharing:
             return self._sharing(state, job)
         sizes = state.pods_of(job)
-        all_nodes = np.arange(state.topology.num_nodes, dtype=np.int64)
         if len(sizes) == 1:
+            all_nodes = np.arange(state.topology.num_nodes, dtype=np.int64)
             node = self._single(state, sizes[0], all_nodes)
             return None if node is None else [node]
         for level in candidate_levels(state, job):
@@ -92,35 +128,35 @@ class GangAware:
         return None
 
     def _gang_at(self, state: GangState, sizes: list[int], level: int | None) -> list[int] | None:
-        topo = state.topology
-        gpn = topo.max_gpus_per_node
+        gpn = state.index.max_gpus_per_node
         k = sum(1 for s in sizes if s == gpn)
         rest = [s for s in sizes if s != gpn]
-        whole = state.whole_free_nodes() & (topo.gpus_per_node >= gpn)
-        top = len(topo.levels) - 1
-        if level is None:
-            dom = np.zeros(topo.num_nodes, dtype=np.int64)
-            n_dom, below = 1, top
-        else:
-            dom = topo.domains(level)
-            n_dom, below = topo.num_domains(level), level - 1
-        w = np.bincount(dom, weights=whole.astype(np.float64), minlength=n_dom).astype(np.int64)
+        if level is not None and level < 0:
+            # a node-level domain is one node: it holds one whole node (k + 1 with a remainder,
+            # or k >= 2 without one, never fit) and no spare node beside it
+            return None
+        li = state.index.root if level is None else level
+        counts = state.domain_counts()
+        hist = counts.free_hist[li]
+        # nodes with gpn free GPUs are exactly the wholly free nodes of the largest size
+        w = hist[:, gpn]
         ok = w >= k
         if rest:
-            spare = np.bincount(dom, weights=(state.free_gpus >= rest[0]) & ~whole, minlength=n_dom)
+            spare = hist[:, rest[0] : gpn].sum(axis=1)
             ok &= (spare > 0) | (w >= k + 1)
-        if not ok.any():
-            return None
         cand = np.flatnonzero(ok)
-        taken = np.where(ok, k, 0).astype(np.int64)
-        score = (
-            domain_delta(state, self.work, level, taken)[cand] if level is not None else np.zeros(cand.size)
-        )
+        if cand.size == 0:
+            return None
+        if level is not None:
+            taken = np.full(cand.size, k, dtype=np.int64)
+            score = domain_delta(state, self.work, level, taken, domains=cand)
+        else:
+            score = np.zeros(cand.size)
         best = int(cand[np.lexsort((cand, w[cand], np.round(score, 9)))[0]])
-        members = np.flatnonzero(dom == best)
-        chosen = pick_whole_nodes(state, members[whole[members]], k, below)
+        chosen = _pick_in_domain(state, counts, li, best, k)
         nodes = [int(n) for n in chosen]
         if rest:
+            members = state.index.members(li, best)
             r = self._single(state, rest[0], np.setdiff1d(members, chosen))
             if r is None:
                 return None

@@ -1,0 +1,649 @@
+"""The job-level simulator of suite 3: gangs on a topology while capacity changes (failures,
+repairs, spare nodes, elastic nodes), with priorities and preemption.
+
+Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the queue order):
+
+* **Scheduling.** After every batch of simultaneous events the queue is tried in order; a job
+  is placed by the placement policy on a *view* of the state in which the nodes it may not use
+  are hidden (down, powered off, or spare when it may not use spares,
+  :func:`~gpudefrag.capacity.spares.may_use_spares`).  A gang starts whole or not at all.
+* **Failures** (:mod:`gpudefrag.capacity.failures`).  When a node fails, every job with a pod on
+  it is killed: it loses the work since its last checkpoint, frees all its nodes (a gang loses
+  every member) and goes back to the queue as *recovering* with the work up to that checkpoint
+  saved.  The node serves nothing until its repair time.
+* **Restarts.**  A job killed (by a failure or a preemption) or moved holds its new nodes for
+  ``restart_s`` before its work resumes from the checkpoint; its *restart time* after a failure
+  is from the failure to that moment.
+* **Preemption.**  A job of priority above the lowest that the policy cannot place asks the
+  victim rule (:mod:`gpudefrag.capacity.victims`) for a plan on its view, with the running jobs
+  of lower priority whose pods all sit on nodes it may use.  The plan is replayed on a scratch
+  copy (victims unbound, moved jobs re-bound, the preemptor bound, every node one it may use)
+  and executed only if that succeeds; killed victims are requeued like failed jobs (lost work
+  counted as preemption), moved ones restart at once on their new nodes (counted as
+  migration).
+* **Pooled spares.**  A recovering job that still finds no room may evict best-effort jobs that
+  have a pod on a spare node: it is placed on a view without them, and exactly the evicted jobs
+  with a pod on its chosen nodes are killed (counted as preemption).
+* **Accounting** over ``[measure_start_s, measure_end_s)``: GPUs in use (bound pods, restarts
+  included), GPU-seconds lost by cause (``failure``, ``preemption``, ``migration``: the work
+  thrown away, counted when it is thrown away inside the window) and restart GPU-seconds (the
+  part of each restart inside the window; a restart cut short gives back its unserved part);
+  *goodput* = in use - lost - restarts.  Every job ends completed, running or queued.
+* **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``: nodes idle (no pod)
+  for ``idle_off_s`` while no job waits are powered off; when jobs wait, a blocked job first
+  asks the victim rule for a plan that only *moves* jobs (any priority) and takes it if it costs
+  at most ``job GPUs x provision_s`` (what waiting for new nodes would cost), else nodes are
+  powered on (the lowest-numbered off nodes, enough for the waiting jobs' GPUs beyond the free
+  ones), each usable ``provision_s`` later; and nodes with at most ``drain_max_used_gpus`` GPUs
+  in use whose jobs can all move elsewhere at a cost of at most ``drain_max_cost_gpu_s`` are
+  drained (moves priced by checkpoints) so that they fall idle.  Node-hours count every node
+  that is on or being provisioned.
+* The invariants of :mod:`gpudefrag.gangs.invariants` are checked for every job bound and, with
+  ``check_every_event``, on the whole state after every event, plus: no pod on a down node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gpudefrag.capacity.classes import BEST_EFFORT, PREEMPTIBLE
+from gpudefrag.capacity.failures import Outage
+from gpudefrag.capacity.spares import may_use_spares
+from gpudefrag.capacity.victims import RunningJob, VictimPlan, VictimRule
+from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
+from gpudefrag.gangs.metrics import Meter, snapshot
+from gpudefrag.gangs.policy import GangPolicy
+from gpudefrag.gangs.running import Running
+from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.jobs import Job
+from gpudefrag.model.topology import Topology
+
+__all__ = ["CAUSES", "ElasticConfig", "Job3Record", "Sim3Config", "Sim3Result", "simulate3"]
+
+BoolArray = npt.NDArray[np.bool_]
+CAUSES = ("failure", "preemption", "migration")
+_FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK = 0, 1, 2, 3, 4, 5  # order at equal times
+
+
+@dataclass(frozen=True)
+class ElasticConfig:
+    """Elastic mode's settings (module docstring)."""
+
+    tick_s: float = 300.0
+    idle_off_s: float = 1800.0
+    provision_s: float = 600.0
+    drain_max_used_gpus: int = 2
+    drain_max_cost_gpu_s: float = 2 * 3600.0
+
+
+@dataclass(frozen=True)
+class Sim3Config:
+    """Window, checkpoints and restarts, spare policy, and safety checks."""
+
+    measure_start_s: float
+    measure_end_s: float
+    checkpoint_interval_s: float = 1800.0
+    restart_s: float = 300.0
+    spare_policy: str = "none"
+    check_every_event: bool = False
+    elastic: ElasticConfig | None = None
+
+
+@dataclass
+class Job3Record:
+    """One job submitted inside the window: first start, end, and what happened to it."""
+
+    job: Job
+    start_s: float | None = None
+    end_s: float | None = None
+    kills: int = 0
+    moves: int = 0
+
+
+@dataclass
+class Sim3Result:
+    records: list[Job3Record]
+    meter: Meter
+    total_gpus: int
+    lost_gpu_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
+    restart_gpu_s: float = 0.0
+    failures: int = 0
+    jobs_killed_by_failure: int = 0
+    restart_times_s: list[tuple[int, float]] = field(default_factory=list)  # (job GPUs, failure -> working)
+    preemptions: int = 0
+    preempted_jobs: int = 0
+    moves: int = 0
+    spare_evictions: int = 0
+    plans_refused: int = 0
+    victim_calls_s: list[float] = field(default_factory=list)
+    node_s: float = 0.0  # node-seconds powered (on or provisioning) inside the window
+    powered_on: int = 0
+    powered_off: int = 0
+    drains: int = 0
+    wall_s: float = 0.0
+    event_hash: str = ""
+    pending_at_end: int = 0
+    running_at_end: int = 0
+    completed: int = 0
+
+    @property
+    def span_gpu_s(self) -> float:
+        return self.meter.span_s * self.total_gpus
+
+    @property
+    def allocation(self) -> float:
+        return self.meter.alloc_gpu_s / self.span_gpu_s
+
+    @property
+    def node_hours(self) -> float:
+        return self.node_s / 3600.0
+
+    @property
+    def goodput(self) -> float:
+        """Useful GPU time as a share of capacity: in use, less lost work and restarts."""
+        waste = sum(self.lost_gpu_s.values()) + self.restart_gpu_s
+        return (self.meter.alloc_gpu_s - waste) / self.span_gpu_s
+
+
+class _Sim3:
+    def __init__(
+        self,
+        topology: Topology,
+        jobs: list[Job],
+        policy: GangPolicy,
+        victims: VictimRule | None,
+        outages: list[Outage],
+        spares: BoolArray,
+        cfg: Sim3Config,
+    ) -> None:
+        self.topology, self.policy, self.victims, self.cfg = topology, policy, victims, cfg
+        self.state = GangState(topology)
+        n = topology.num_nodes
+        self.down = np.zeros(n, dtype=bool)
+        self.off = np.zeros(n, dtype=bool)  # powered off or still provisioning (elastic mode)
+        self.powered = np.ones(n, dtype=bool)  # billed: on or provisioning
+        self.idle_since = np.zeros(n, dtype=np.float64)
+        self.spare = spares.astype(bool)
+        self.jobs = {j.job_id: j for j in jobs}
+        self.events: list[tuple[float, int, int, int, int]] = []
+        for seq, job in enumerate(jobs):
+            self.events.append((job.submit_s, _ARRIVE, seq, job.job_id, 0))
+        self.seq = len(jobs)
+        for o in outages:
+            self.seq += 1
+            self.events.append((o.fail_s, _FAIL, self.seq, o.node, 0))
+            self.seq += 1
+            self.events.append((o.repair_s, _REPAIR, self.seq, o.node, 0))
+        if cfg.elastic is not None:
+            self.seq += 1
+            self.events.append((cfg.elastic.tick_s, _TICK, self.seq, 0, 0))
+        heapq.heapify(self.events)
+        self.queue: list[tuple[int, float, int]] = []
+        self.running: dict[int, Running] = {}
+        self.suspended: dict[int, Running] = {}  # killed, waiting to restart from a checkpoint
+        self.recovering: dict[int, float] = {}  # job id -> failure time, until it works again
+        self.records = {
+            j.job_id: Job3Record(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
+        }
+        self.meter = Meter(cfg.measure_start_s, cfg.measure_end_s)
+        self.result = Sim3Result([], self.meter, topology.total_gpus)
+        self.hash = hashlib.sha256()
+        self.now = 0.0
+        self.dirty = True
+        self._views: dict[bytes, GangState] = {}
+        self._views_version = -1
+
+    # ---- views -----------------------------------------------------------------------------
+    def allowed(self, job: Job) -> BoolArray:
+        """Nodes ``job`` may use now."""
+        ok = ~self.down & ~self.off
+        if self.spare.any() and not may_use_spares(
+            self.cfg.spare_policy, job.job_id in self.recovering, job.priority == BEST_EFFORT
+        ):
+            ok &= ~self.spare
+        return ok
+
+    def view(self, allowed: BoolArray) -> GangState:
+        """The state with every node outside ``allowed`` showing no free capacity (cached per
+        mask until the state changes)."""
+        if allowed.all():
+            return self.state
+        if self._views_version != self.state.version:
+            self._views, self._views_version = {}, self.state.version
+        key = allowed.tobytes()
+        v = self._views.get(key)
+        if v is None:
+            v = self.state.copy()
+            hidden = ~allowed
+            v.free_milli[hidden] = 0
+            v.free_gpus[hidden] = 0
+            self._views[key] = v
+        return v
+
+    # ---- waste accounting ------------------------------------------------------------------
+    def _in_window(self) -> bool:
+        return self.cfg.measure_start_s <= self.now < self.cfg.measure_end_s
+
+    def _lose(self, job: Job, lost_s: float, cause: str) -> None:
+        if self._in_window():
+            self.result.lost_gpu_s[cause] += job.gpu_share * lost_s
+
+    def _restart_waste(self, job: Job, sign: float, until_s: float) -> None:
+        lo, hi = max(self.now, self.cfg.measure_start_s), min(until_s, self.cfg.measure_end_s)
+        if hi > lo:
+            self.result.restart_gpu_s += sign * job.gpu_share * (hi - lo)
+
+    # ---- job lifecycle ---------------------------------------------------------------------
+    def _push_end(self, run: Running) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (run.end_s, _END, self.seq, run.job.job_id, run.token))
+
+    def _bind(self, job: Job, nodes: list[int]) -> None:
+        self.state.bind(job, nodes)
+        check_job(self.state, job)
+        if self.down[nodes].any():
+            raise InvariantError(f"job {job.job_id} bound on a down node: {nodes}")
+
+    def _start(self, job: Job, nodes: list[int]) -> None:
+        """Start (or restart from its checkpoint) a queued job on ``nodes``."""
+        self._bind(job, nodes)
+        run = self.suspended.pop(job.job_id, None)
+        if run is None:
+            run = Running(job, self.now, self.now)
+            rec = self.records.get(job.job_id)
+            if rec is not None:
+                rec.start_s = self.now
+        else:
+            run.work_start_s = self.now + self.cfg.restart_s
+            run.token += 1
+            self._restart_waste(job, 1.0, run.work_start_s)
+        failed_at = self.recovering.pop(job.job_id, None)
+        if failed_at is not None:
+            self.result.restart_times_s.append((job.gpus, run.work_start_s - failed_at))
+        self.running[job.job_id] = run
+        self._push_end(run)
+        self.hash.update(f"S{job.job_id}@{self.now:.3f}:{nodes}".encode())
+
+    def _end(self, job_id: int, token: int) -> None:
+        run = self.running.get(job_id)
+        if run is None or run.token != token:
+            return
+        del self.running[job_id]
+        self.state.unbind(job_id)
+        rec = self.records.get(job_id)
+        if rec is not None:
+            rec.end_s = self.now
+        self.result.completed += 1
+        self.dirty = True
+
+    def _kill(self, job_id: int, cause: str) -> None:
+        """Evict a running job: it loses the work since its last checkpoint and is requeued."""
+        run = self.running.pop(job_id)
+        iv = self.cfg.checkpoint_interval_s
+        if run.work_start_s > self.now:  # still restarting: give back the unserved restart
+            self._restart_waste(run.job, -1.0, run.work_start_s)
+        lost = run.lost_work_s(self.now, iv)
+        run.saved_work_s += run.progress_s(self.now) - lost
+        run.work_start_s = self.now
+        run.token += 1
+        self._lose(run.job, lost, cause)
+        self.state.unbind(job_id)
+        self.suspended[job_id] = run
+        job = run.job
+        self.queue.append((-job.priority, job.submit_s, job.job_id))
+        rec = self.records.get(job_id)
+        if rec is not None:
+            rec.kills += 1
+        self.hash.update(f"K{job_id}@{self.now:.3f}:{cause}".encode())
+        self.dirty = True
+
+    def _move(self, job_id: int, to_nodes: list[int]) -> None:
+        """Move a running job (already unbound) to ``to_nodes``: restart from its checkpoint."""
+        run = self.running[job_id]
+        if run.work_start_s > self.now:
+            self._restart_waste(run.job, -1.0, run.work_start_s)
+        lost = run.move(self.now, self.cfg.checkpoint_interval_s, self.cfg.restart_s)
+        self._lose(run.job, lost, "migration")
+        self._restart_waste(run.job, 1.0, run.work_start_s)
+        self._bind(run.job, to_nodes)
+        self._push_end(run)
+        self.result.moves += 1
+        rec = self.records.get(job_id)
+        if rec is not None:
+            rec.moves += 1
+        self.hash.update(f"M{job_id}@{self.now:.3f}:{to_nodes}".encode())
+
+    # ---- capacity events -------------------------------------------------------------------
+    def _fail(self, node: int) -> None:
+        self.result.failures += 1
+        self.down[node] = True
+        for job_id in sorted(self.state.node_jobs[node]):
+            self._kill(job_id, "failure")
+            self.recovering.setdefault(job_id, self.now)
+            self.result.jobs_killed_by_failure += 1
+        self.hash.update(f"F{node}@{self.now:.3f}".encode())
+        self.dirty = True
+
+    def _repair(self, node: int) -> None:
+        self.down[node] = False
+        self.dirty = True
+
+    # ---- elastic mode ----------------------------------------------------------------------
+    def _powered_on(self, node: int) -> None:
+        self.off[node] = False
+        self.idle_since[node] = self.now
+        self.dirty = True
+
+    def _tick(self) -> None:
+        e = self.cfg.elastic
+        assert e is not None
+        self.seq += 1
+        heapq.heappush(self.events, (self.now + e.tick_s, _TICK, self.seq, 0, 0))
+        busy = np.array([bool(s) for s in self.state.node_jobs])
+        self.idle_since[busy] = self.now
+        if not self.queue:
+            idle = (
+                self.powered & ~self.off & ~self.down & ~busy & (self.now - self.idle_since >= e.idle_off_s)
+            )
+            if idle.any():
+                self.off[idle] = True
+                self.powered[idle] = False
+                self.result.powered_off += int(idle.sum())
+                self.hash.update(f"O{np.flatnonzero(idle).tolist()}@{self.now:.3f}".encode())
+            self._drain(busy)
+            return
+        first = self.jobs[min(self.queue)[2]]
+        if self._moves_for(first, e.provision_s):
+            return
+        self._power_on()
+
+    def _moves_for(self, job: Job, provision_s: float) -> bool:
+        """A moves-only plan for a blocked job, taken if it costs at most waiting for nodes."""
+        if self.victims is None:
+            return False
+        allowed = self.allowed(job)
+        probe = Job(
+            job.job_id, job.submit_s, job.duration_s, job.gpus, job.gpu_milli, 1 << 30, job.constraint
+        )
+        running = self._running_jobs(allowed, probe.priority)
+        if not running:
+            return False
+        plan = self.victims.choose(
+            self.view(allowed).copy(), probe, running, self.policy, self.now, self.cfg.restart_s
+        )
+        if plan is None or plan.evict or not plan.moves or plan.cost_gpu_s > job.gpu_share * provision_s:
+            return False
+        if not self._replay(job, plan, allowed, running):
+            self.result.plans_refused += 1
+            return False
+        for m in plan.moves:
+            self.state.unbind(m.job_id)
+        for m in plan.moves:
+            self._move(m.job_id, list(m.to_nodes))
+        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        self._start(job, list(plan.nodes))
+        return True
+
+    def _power_on(self) -> None:
+        e = self.cfg.elastic
+        assert e is not None
+        gpn = self.topology.max_gpus_per_node
+        usable = ~self.down & ~self.off
+        free = float(self.state.free_milli[usable].sum()) / 1000.0
+        provisioning = int((self.powered & self.off).sum())
+        need = sum(self.jobs[k[2]].gpu_share for k in self.queue) - free - provisioning * gpn
+        count = int(np.ceil(need / gpn)) if need > 0 else 0
+        candidates = np.flatnonzero(~self.powered & ~self.down)[:count]
+        for node in candidates:
+            self.powered[node] = True
+            self.seq += 1
+            heapq.heappush(self.events, (self.now + e.provision_s, _POWERED, self.seq, int(node), 0))
+        self.result.powered_on += int(candidates.size)
+
+    def _drain(self, busy: BoolArray) -> None:
+        """Move the jobs off lightly used nodes so they fall idle (module docstring)."""
+        e = self.cfg.elastic
+        assert e is not None
+        used = self.topology.gpus_per_node - self.state.free_gpus
+        cands = np.flatnonzero(busy & ~self.off & ~self.down & (used <= e.drain_max_used_gpus))
+        iv, rs = self.cfg.checkpoint_interval_s, self.cfg.restart_s
+        for node in cands[:2]:
+            job_ids = sorted(self.state.node_jobs[int(node)])
+            if any(len(self.state.placements[j]) > 1 for j in job_ids):
+                continue
+            scratch = self.state.copy()
+            for j in job_ids:
+                scratch.unbind(j)
+            moves: list[tuple[int, list[int]]] = []
+            cost = 0.0
+            for j in job_ids:
+                run = self.running[j]
+                hidden = ~self.allowed(run.job)
+                hidden[int(node)] = True
+                view = scratch.copy()
+                view.free_milli[hidden] = 0
+                view.free_gpus[hidden] = 0
+                dest = self.policy.place(view, run.job)
+                if dest is None:
+                    break
+                scratch.bind(run.job, dest)
+                moves.append((j, dest))
+                cost += run.job.gpu_share * (run.lost_work_s(self.now, iv) + rs)
+            if len(moves) != len(job_ids) or cost > e.drain_max_cost_gpu_s:
+                continue
+            for j, _ in moves:
+                self.state.unbind(j)
+            for j, dest in moves:
+                self._move(j, dest)
+            self.result.drains += 1
+
+    # ---- scheduling ------------------------------------------------------------------------
+    def _running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningJob]:
+        """Running jobs of priority below ``below`` whose pods all sit on allowed nodes."""
+        iv = self.cfg.checkpoint_interval_s
+        out: dict[int, RunningJob] = {}
+        for job_id, run in self.running.items():
+            job = run.job
+            if job.priority >= below:
+                continue
+            nodes = [p.node for p in self.state.placements[job_id]]
+            if not allowed[nodes].all():
+                continue
+            out[job_id] = RunningJob(
+                job, run.first_start_s, run.last_checkpoint_s(self.now, iv), job.priority in PREEMPTIBLE
+            )
+        return out
+
+    def _replay(
+        self, job: Job, plan: VictimPlan, allowed: BoolArray, running: Mapping[int, RunningJob]
+    ) -> bool:
+        if plan.job_id != job.job_id or (not plan.evict and not plan.moves):
+            return False
+        touched = list(plan.evict) + [m.job_id for m in plan.moves]
+        if len(set(touched)) != len(touched) or any(j not in running for j in touched):
+            return False
+        if not allowed[list(plan.nodes)].all():
+            return False
+        scratch = self.state.copy()
+        try:
+            for j in touched:
+                scratch.unbind(j)
+            for m in plan.moves:
+                moved = self.jobs[m.job_id]
+                if not self.allowed(moved)[list(m.to_nodes)].all():
+                    return False
+                scratch.bind(moved, list(m.to_nodes))
+                check_job(scratch, moved)
+            scratch.bind(job, list(plan.nodes))
+            check_job(scratch, job)
+        except (PlacementError, InvariantError):
+            return False
+        return True
+
+    def _preempt(self, job: Job, allowed: BoolArray) -> bool:
+        if self.victims is None or job.priority <= BEST_EFFORT:
+            return False
+        running = self._running_jobs(allowed, job.priority)
+        if not running:
+            return False
+        c0 = time.perf_counter()
+        plan = self.victims.choose(
+            self.view(allowed).copy(), job, running, self.policy, self.now, self.cfg.restart_s
+        )
+        self.result.victim_calls_s.append(time.perf_counter() - c0)
+        if plan is None:
+            return False
+        if not self._replay(job, plan, allowed, running):
+            self.result.plans_refused += 1
+            return False
+        for j in plan.evict:
+            self._kill(j, "preemption")
+            self.result.preempted_jobs += 1
+        for m in plan.moves:
+            self.state.unbind(m.job_id)
+        for m in plan.moves:
+            self._move(m.job_id, list(m.to_nodes))
+        self.result.preemptions += 1
+        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        self._start(job, list(plan.nodes))
+        return True
+
+    def _evict_spare_best_effort(self, job: Job, allowed: BoolArray) -> bool:
+        """Pooled spares: room for a recovering job by evicting best-effort jobs off spares."""
+        if not self.cfg.spare_policy.startswith("pooled") or job.job_id not in self.recovering:
+            return False
+        candidates = [
+            j
+            for j, run in self.running.items()
+            if run.job.priority == BEST_EFFORT and any(self.spare[p.node] for p in self.state.placements[j])
+        ]
+        if not candidates:
+            return False
+        scratch = self.state.copy()
+        for j in candidates:
+            scratch.unbind(j)
+        hidden = ~allowed
+        scratch.free_milli[hidden] = 0
+        scratch.free_gpus[hidden] = 0
+        nodes = self.policy.place(scratch, job)
+        if nodes is None:
+            return False
+        chosen = set(nodes)
+        for j in candidates:
+            if any(p.node in chosen for p in self.state.placements[j]):
+                self._kill(j, "preemption")
+                self.result.spare_evictions += 1
+        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        self._start(job, nodes)
+        return True
+
+    def _pass(self) -> None:
+        self.dirty = False
+        self.queue.sort()
+        refused: set[tuple[object, ...]] = set()
+        for key in list(self.queue):
+            job = self.jobs[key[2]]
+            if key not in self.queue:  # started by an earlier step of this pass
+                continue
+            allowed = self.allowed(job)
+            shape = (
+                tuple(self.state.pods_of(job)),
+                job.gpu_milli,
+                job.constraint,
+                job.priority,
+                job.job_id in self.recovering,
+            )
+            if shape in refused:
+                continue
+            nodes = self.policy.place(self.view(allowed), job)
+            if nodes is not None:
+                self.queue.remove(key)
+                self._start(job, nodes)
+                continue
+            if self._evict_spare_best_effort(job, allowed) or self._preempt(job, allowed):
+                continue
+            refused.add(shape)
+
+    # ---- main loop -------------------------------------------------------------------------
+    def run(self) -> Sim3Result:
+        cfg = self.cfg
+        snap = snapshot(self.state)
+        while True:
+            t_event = self.events[0][0] if self.events else float("inf")
+            t = min(t_event, cfg.measure_end_s)
+            self.meter.advance(self.now, t, snap, False)
+            lo, hi = max(self.now, cfg.measure_start_s), min(t, cfg.measure_end_s)
+            if hi > lo:
+                self.result.node_s += float(self.powered.sum()) * (hi - lo)
+            self.now = t
+            if t >= cfg.measure_end_s:
+                break
+            while self.events and self.events[0][0] == t:
+                _, kind, _, who, token = heapq.heappop(self.events)
+                if kind == _FAIL:
+                    self._fail(who)
+                elif kind == _REPAIR:
+                    self._repair(who)
+                elif kind == _POWERED:
+                    self._powered_on(who)
+                elif kind == _TICK:
+                    self._tick()
+                elif kind == _ARRIVE:
+                    job = self.jobs[who]
+                    self.queue.append((-job.priority, job.submit_s, job.job_id))
+                    self.dirty = True
+                else:
+                    self._end(who, token)
+            for _ in range(8):  # kills requeue jobs: try again until nothing changes
+                if not self.dirty:
+                    break
+                self._pass()
+            if cfg.check_every_event:
+                self._check()
+            snap = snapshot(self.state)
+        self._check()
+        return self._finish()
+
+    def _check(self) -> None:
+        check_state(self.state)
+        if any(self.state.node_jobs[n] for n in np.flatnonzero(self.down)):
+            raise InvariantError("a job runs on a down node")
+        queued = {k[2] for k in self.queue}
+        if queued & set(self.running) or len(queued) != len(self.queue):
+            raise InvariantError("a job is both queued and running, or queued twice")
+
+    def _finish(self) -> Sim3Result:
+        r = self.result
+        r.records = sorted(self.records.values(), key=lambda x: x.job.job_id)
+        in_window = set(self.records)
+        r.pending_at_end = sum(1 for k in self.queue if k[2] in in_window)
+        r.running_at_end = sum(1 for j in self.running if j in in_window)
+        r.event_hash = self.hash.hexdigest()[:16]
+        return r
+
+
+def simulate3(
+    topology: Topology,
+    jobs: Iterable[Job],
+    policy: GangPolicy,
+    cfg: Sim3Config,
+    outages: list[Outage] | None = None,
+    spares: BoolArray | None = None,
+    victims: VictimRule | None = None,
+) -> Sim3Result:
+    """Run one suite 3 scenario (module docstring); deterministic for deterministic inputs."""
+    t0 = time.perf_counter()
+    job_list = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
+    if len({j.job_id for j in job_list}) != len(job_list):
+        raise ValueError("job ids must be unique")
+    mask = np.zeros(topology.num_nodes, dtype=bool) if spares is None else spares
+    result = _Sim3(topology, job_list, policy, victims, outages or [], mask, cfg).run()
+    result.wall_s = time.perf_counter() - t0
+    return result

@@ -1,0 +1,284 @@
+"""The preemption interface of suite 3 and what the three victim rules share.
+
+A job of high priority is blocked: its placement policy finds no room on the current state.  A
+*victim rule* answers with a :class:`VictimPlan`: the lower-priority running jobs to kill
+(``evict``: each restarts later from its last checkpoint, requeued) or to move (``moves``: each
+killed and bound again at once on its ``to_nodes``), and the nodes the blocked job then binds on.
+
+Rules every plan keeps (:func:`validate_plan` checks them on a copy of the state):
+
+* a victim has a lower priority than the preemptor, and evicting one pod of a gang evicts the
+  whole gang (a plan names jobs, never pods);
+* replayed on ``state.copy()`` (every evicted and moved job unbound, then every moved job bound
+  at its ``to_nodes``, then the preemptor bound at ``nodes``) every bind succeeds, and every
+  job bound keeps the gang rules and its ``required`` topology constraint
+  (:func:`~gpudefrag.gangs.invariants.check_job`);
+* a plan touches at least one job (the simulator refuses an empty one).
+
+A plan's cost (:func:`victim_cost_gpu_s`, summed over evicted and moved jobs) is the GPU time it
+throws away: each victim's GPUs x (work since its last checkpoint + ``restart_s``).  A moved job
+pays the same as a killed one; it only does not wait in the queue.
+
+Shared helpers: the victims a rule may take (:func:`lower_priority`), where a job's pods sit
+and what they hold (:func:`held_milli`), a copy with some jobs off (:func:`without`), a
+placement call that sees only some nodes (:func:`place_within`), the candidate node sets of a
+preemptor (:func:`candidate_groups`), and an exact replay of the bind rules on rows of free milli
+(:func:`free_after`, :func:`fits_at`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from gpudefrag.gangs.invariants import InvariantError, check_job
+from gpudefrag.gangs.moves import GangMove
+from gpudefrag.gangs.policy import GangPolicy, candidate_levels
+from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
+
+IntArray = npt.NDArray[np.int64]
+
+__all__ = [
+    "RunningJob",
+    "VictimPlan",
+    "VictimRule",
+    "candidate_groups",
+    "fits_at",
+    "free_after",
+    "free_if_off",
+    "held_milli",
+    "lower_priority",
+    "original_nodes",
+    "place_within",
+    "plan_cost_gpu_s",
+    "single_pod_room",
+    "validate_plan",
+    "victim_cost_gpu_s",
+    "without",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """What a victim rule knows of a running job."""
+
+    job: Job  # job.priority: larger = more important
+    first_start_s: float  # when it first started (scheduling order: larger = scheduled later)
+    last_checkpoint_s: float  # its last checkpoint (work since then is lost on eviction)
+    preemptible: bool  # KAI: may be preempted at all (best-effort/research are; production is not)
+
+
+@dataclass(frozen=True, slots=True)
+class VictimPlan:
+    """Kill ``evict``, move ``moves``, then bind the preemptor ``job_id`` on ``nodes``."""
+
+    job_id: int
+    nodes: tuple[int, ...]
+    evict: tuple[int, ...]
+    moves: tuple[GangMove, ...]
+    cost_gpu_s: float
+
+
+class VictimRule(Protocol):
+    """Chooses victims for a blocked job (module docstring); None when no allowed set makes room."""
+
+    name: str
+
+    def choose(
+        self,
+        state: GangState,
+        job: Job,
+        running: Mapping[int, RunningJob],
+        placer: GangPolicy,
+        now_s: float,
+        restart_s: float,
+    ) -> VictimPlan | None: ...
+
+
+def victim_cost_gpu_s(run: RunningJob, now_s: float, restart_s: float) -> float:
+    """GPU-seconds lost by killing or moving ``run`` at ``now_s``: its GPUs x (work since its
+    last checkpoint + ``restart_s``)."""
+    return run.job.gpu_share * (max(0.0, now_s - run.last_checkpoint_s) + restart_s)
+
+
+def plan_cost_gpu_s(
+    ids: list[int] | tuple[int, ...], running: Mapping[int, RunningJob], now_s: float, restart_s: float
+) -> float:
+    """The cost of a plan touching ``ids`` (sum of :func:`victim_cost_gpu_s`)."""
+    return float(sum(victim_cost_gpu_s(running[j], now_s, restart_s) for j in ids))
+
+
+def lower_priority(state: GangState, job: Job, running: Mapping[int, RunningJob]) -> dict[int, RunningJob]:
+    """The jobs of ``running`` a rule may take for ``job``: bound on ``state``, another job, and of
+    a lower priority.  A bound job missing from ``running`` is never a victim."""
+    return {
+        j: r
+        for j, r in running.items()
+        if j != job.job_id and j in state.placements and r.job.priority < job.priority
+    }
+
+
+def original_nodes(state: GangState, job_id: int) -> list[int]:
+    """The node of every pod of a bound job, in pod order (what :meth:`GangState.bind` takes)."""
+    return [p.node for p in state.placements[job_id]]
+
+
+def held_milli(state: GangState, job_id: int) -> list[tuple[int, int, int]]:
+    """``(node, gpu, milli)`` for every GPU a bound job's pods hold."""
+    return [(p.node, g, p.gpu_milli) for p in state.placements[job_id] for g in p.gpu_indices]
+
+
+def validate_plan(state: GangState, job: Job, plan: VictimPlan) -> str | None:
+    """Why ``plan`` is not valid for ``job`` on ``state`` (module docstring), or None."""
+    if plan.job_id != job.job_id:
+        return f"plan is for job {plan.job_id}, not {job.job_id}"
+    if job.job_id in state.placements:
+        return f"job {job.job_id} is already running"
+    touched = list(plan.evict) + [m.job_id for m in plan.moves]
+    if not touched:
+        return "the plan neither evicts nor moves a job"
+    if len(set(touched)) != len(touched):
+        return "a job is named twice"
+    for j in touched:
+        if j not in state.placements:
+            return f"victim {j} is not running"
+        if state.jobs[j].priority >= job.priority:
+            return f"victim {j} has priority {state.jobs[j].priority} >= {job.priority}"
+    out = state.copy()
+    for j in touched:
+        out.unbind(j)
+    for m in plan.moves:
+        moved = state.jobs[m.job_id]
+        try:
+            out.bind(moved, list(m.to_nodes))
+            check_job(out, moved)
+        except (PlacementError, InvariantError) as e:
+            return f"moved job {m.job_id} to {list(m.to_nodes)}: {e}"
+    try:
+        out.bind(job, list(plan.nodes))
+        check_job(out, job)
+    except (PlacementError, InvariantError) as e:
+        return f"preemptor on {list(plan.nodes)}: {e}"
+    return None
+
+
+def without(state: GangState, off: Iterable[int]) -> GangState:
+    """A copy of ``state`` with the jobs ``off`` unbound (exactly the real state once they are
+    evicted).  Rules never put a job back on a copy by binding it again: a sharing pod bound
+    again may land on another GPU of its node than it holds, so whether a job may stay is
+    decided on free milli rows instead (:func:`free_after`, :func:`fits_at`)."""
+    out = state.copy()
+    for j in sorted(off):
+        out.unbind(j)
+    return out
+
+
+def place_within(placer: GangPolicy, state: GangState, job: Job, nodes: IntArray | None) -> list[int] | None:
+    """``placer``'s answer for ``job`` on ``state`` with every node outside ``nodes`` hidden (no
+    free GPU) for the call; ``None`` hides nothing.  ``state`` is left as it was."""
+    if nodes is None or nodes.size == state.topology.num_nodes:
+        return placer.place(state, job)
+    hide = np.ones(state.topology.num_nodes, dtype=bool)
+    hide[nodes] = False
+    saved = state.free_milli[hide].copy(), state.free_gpus[hide].copy()
+    state.free_milli[hide] = 0
+    state.free_gpus[hide] = 0
+    try:
+        return placer.place(state, job)
+    finally:
+        state.free_milli[hide], state.free_gpus[hide] = saved
+
+
+def candidate_groups(state: GangState, job: Job) -> Iterator[tuple[int | None, list[IntArray]]]:
+    """The candidate node sets of ``job``, level by level, as ``(level, domains)``.
+
+    A single-pod job: every node is a candidate (level ``-1``, once).  A gang: the domains of
+    each level of :func:`~gpudefrag.gangs.policy.candidate_levels` in turn (``None``: the whole
+    cluster as one candidate, offered once even when a level above has a single domain too); a
+    rule takes its answer from the first level that gives one."""
+    n = state.topology.num_nodes
+    if len(state.pods_of(job)) == 1:
+        yield -1, [np.array([i], dtype=np.int64) for i in range(n)]
+        return
+    whole_seen = False  # a level of one domain is the whole cluster: offered once
+    for level in candidate_levels(state, job):
+        if level is not None and level < 0:
+            continue  # a gang never fits on one node
+        count = 1 if level is None else state.index.num_domains[level]
+        if count == 1:
+            if not whole_seen:
+                yield level, [np.arange(n, dtype=np.int64)]
+            whole_seen = True
+        else:
+            assert level is not None
+            yield level, [state.index.members(level, d) for d in range(count)]
+
+
+def free_after(state: GangState, off: Iterable[int]) -> dict[int, list[int]]:
+    """Free milli per GPU, for the nodes the jobs ``off`` touch, once those jobs are off."""
+    rows: dict[int, list[int]] = {}
+    for j in off:
+        for node, g, milli in held_milli(state, j):
+            row = rows.get(node)
+            if row is None:
+                row = rows[node] = [int(v) for v in state.free_milli[node]]
+            row[g] += milli
+    return rows
+
+
+def free_if_off(state: GangState, off: Iterable[int]) -> IntArray:
+    """Free milli per GPU of every node once the jobs ``off`` are all off (a new array)."""
+    out = state.free_milli.copy()
+    nodes: list[int] = []
+    gpus: list[int] = []
+    milli: list[int] = []
+    for j in off:
+        for n, g, m in held_milli(state, j):
+            nodes.append(n)
+            gpus.append(g)
+            milli.append(m)
+    if nodes:
+        np.add.at(out, (np.asarray(nodes), np.asarray(gpus)), np.asarray(milli, dtype=np.int64))
+    return out
+
+
+def single_pod_room(state: GangState, job: Job, free_milli: IntArray) -> npt.NDArray[np.bool_]:
+    """Per node: would the single pod of ``job`` fit with free milli ``free_milli``?"""
+    if job.gpu_milli < GPU_MILLI_PER_GPU:
+        return np.asarray((free_milli >= job.gpu_milli).any(axis=1), dtype=bool)
+    return np.asarray((free_milli == GPU_MILLI_PER_GPU).sum(axis=1) >= state.pods_of(job)[0], dtype=bool)
+
+
+def fits_at(
+    rows: Mapping[int, list[int]], state: GangState, job: Job, nodes: list[int] | tuple[int, ...]
+) -> bool:
+    """Would ``job`` bind on ``nodes`` (one per pod), given free milli ``rows`` for some nodes
+    (``state.free_milli`` for the others)?  Replays :meth:`GangState.bind`'s rules on copies."""
+    sizes = state.pods_of(job)
+    if len(sizes) != len(nodes):
+        return False
+    work: dict[int, list[int]] = {}
+    for node, g in zip(nodes, sizes):
+        row = work.get(node)
+        if row is None:
+            src = rows.get(node)
+            row = work[node] = list(src) if src is not None else [int(v) for v in state.free_milli[node]]
+        if job.gpu_milli < GPU_MILLI_PER_GPU:
+            ok = [v for v in row if v >= job.gpu_milli]
+            if not ok:
+                return False
+            partly = [i for i, v in enumerate(row) if job.gpu_milli <= v < GPU_MILLI_PER_GPU]
+            pick = min(partly, key=lambda i: (row[i], i)) if partly else row.index(GPU_MILLI_PER_GPU)
+            row[pick] -= job.gpu_milli
+        else:
+            free = [i for i, v in enumerate(row) if v == GPU_MILLI_PER_GPU]
+            if len(free) < g:
+                return False
+            for i in free[:g]:
+                row[i] = 0
+    return True

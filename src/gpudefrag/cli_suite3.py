@@ -1,0 +1,84 @@
+"""``gpudefrag suite 3``: failures, spare capacity, checkpoint-aware preemption and elastic nodes
+on suite 2's trace windows (see :mod:`gpudefrag.experiments.suite3`).
+
+``--windows tuning`` (the default) runs suite 2's tuning windows into ``runs/suite3-tuning/``;
+``--windows report`` the held-out report windows into ``runs/suite3/`` (run once, at the end);
+names may be listed too (``runs/suite3-other/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from gpudefrag.cli_suite2 import _csv, note_executor, resolve_windows
+from gpudefrag.errors import ConfigError
+
+__all__ = ["add_suite3_command", "cmd_suite_3"]
+
+FOLDERS = {"tuning": "suite3-tuning", "report": "suite3", "confirmation": "suite3-confirmation"}
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        values = [int(t) for t in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"need integers: {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("need at least one seed")
+    return values
+
+
+def cmd_suite_3(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from gpudefrag.experiments.config3 import VARIANTS, Suite3Config
+    from gpudefrag.experiments.executor import RunExecutor
+    from gpudefrag.experiments.report3 import write_report
+    from gpudefrag.experiments.suite3 import run_suite
+
+    set_name, names = resolve_windows(args.windows)
+    variants = tuple(args.variants or VARIANTS)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ConfigError(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
+    if args.stress <= 0:
+        raise ConfigError("--stress must be > 0")
+    cfg = Suite3Config(windows=names, set_name=set_name, seeds=tuple(args.seeds), variants=variants)
+    cfg = replace(cfg, stress_scale=args.stress)
+    started = time.perf_counter()
+    with RunExecutor(args.jobs, args.dask) as executor:
+        runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
+        where = executor.describe()
+    wall = time.perf_counter() - started
+    folder = args.out / FOLDERS.get(set_name, "suite3-other")
+    paths = write_report(runs, cfg, wall, folder)
+    note_executor(paths[0], where)
+    print(paths[0].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths[:2]) + f" and {len(paths) - 2} charts")
+    return 0
+
+
+def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
+    """Register ``suite 3`` on the ``suite`` sub-parsers."""
+    s3 = suites.add_parser(
+        "3",
+        help="failures, spare capacity, checkpoint-aware preemption, elastic nodes",
+        description="Replay suite 2's windows with node failures (Llama 3 rate), priority classes and "
+        "preemption (kube default, KAI, ours), spare-capacity policies (dedicated vs pooled with "
+        "best-effort backfill) and elastic nodes; paired by (window, seed).  Tune on the tuning "
+        "windows (runs/suite3-tuning/); run the report windows once, at the end (runs/suite3/).",
+    )
+    s3.add_argument("--windows", default="tuning", help="tuning (default), report, or window names")
+    s3.add_argument("--seeds", type=_seeds, default=[1, 2], help="failure and class seeds (default 1,2)")
+    s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
+    s3.add_argument(
+        "--stress", type=float, default=10.0, help="failure-rate multiplier of the spare study (default 10)"
+    )
+    where = s3.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    where.add_argument("--dask", metavar="ADDRESS", default=None, help="run on an existing Dask scheduler")
+    s3.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default ./runs)")
+    s3.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s3.set_defaults(func=cmd_suite_3)

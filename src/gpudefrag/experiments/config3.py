@@ -1,0 +1,85 @@
+"""Suite 3's settings and variants: three studies on the same windows, jobs and failures.
+
+* **Preemption** (failures at the Llama 3 rate, no spares): ``no-preemption``; the victim rules
+  ``kube`` (kube-scheduler's default), ``kai`` (KAI's preempt action) and ``ours`` (checkpoint-
+  aware, moving instead of killing when it can).  Reference: ``kube``.
+* **Spares** (failures at ``stress_scale`` times the Llama 3 rate, victims ``ours``):
+  ``spare-none``, ``dedicated`` (``spare_fraction`` of the nodes idle for failed jobs),
+  ``pooled-leaf`` and ``pooled-cluster`` (the same nodes, best-effort work on them, evicted for
+  failed jobs).  Reference: ``dedicated``.
+* **Elastic** (failures at the Llama 3 rate, victims ``ours``): ``fixed-peak`` (a fixed cluster
+  sized for the window's peak hour, always on) and ``elastic`` (the same node pool, powered on
+  and off, :class:`~gpudefrag.capacity.sim3.ElasticConfig`).  Reference: ``fixed-peak``.
+
+The preemption and spare studies run on the window's cluster sized for load 1.0 (suite 2's
+sizing); every variant of a (window, seed) sees the same jobs, classes and failure times, so
+differences are paired by (window, seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudefrag.capacity.failures import FailureConfig
+from gpudefrag.capacity.sim3 import ElasticConfig
+from gpudefrag.errors import ConfigError
+
+__all__ = ["STUDIES", "VARIANTS", "Suite3Config", "Variant3", "variant"]
+
+
+@dataclass(frozen=True)
+class Variant3:
+    """What a variant changes: victim rule (or None), spare policy, failure-rate multiplier
+    (1 or the suite's stress scale), elastic mode, and whether the cluster is the peak size."""
+
+    name: str
+    study: str
+    victims: str | None
+    spare: str
+    stressed: bool
+    elastic: bool
+    peak_sized: bool
+
+
+_ALL = (
+    Variant3("no-preemption", "preemption", None, "none", False, False, False),
+    Variant3("kube", "preemption", "kube", "none", False, False, False),
+    Variant3("kai", "preemption", "kai", "none", False, False, False),
+    Variant3("ours", "preemption", "ours", "none", False, False, False),
+    Variant3("spare-none", "spares", "ours", "none", True, False, False),
+    Variant3("dedicated", "spares", "ours", "dedicated", True, False, False),
+    Variant3("pooled-leaf", "spares", "ours", "pooled-leaf", True, False, False),
+    Variant3("pooled-cluster", "spares", "ours", "pooled-cluster", True, False, False),
+    Variant3("fixed-peak", "elastic", "ours", "none", False, False, True),
+    Variant3("elastic", "elastic", "ours", "none", False, True, True),
+)
+VARIANTS = tuple(v.name for v in _ALL)
+STUDIES = {"preemption": "kube", "spares": "dedicated", "elastic": "fixed-peak"}
+"""Study -> its reference variant."""
+
+
+def variant(name: str) -> Variant3:
+    for v in _ALL:
+        if v.name == name:
+            return v
+    raise ConfigError(f"unknown suite 3 variant {name!r}; known: {', '.join(VARIANTS)}")
+
+
+@dataclass(frozen=True)
+class Suite3Config:
+    """The suite's settings; ``seeds`` seed the failure times and the priority classes."""
+
+    windows: tuple[str, ...]
+    set_name: str
+    seeds: tuple[int, ...] = (1, 2)
+    load: float = 1.0
+    variants: tuple[str, ...] = VARIANTS
+    class_shares: tuple[float, float, float] = (0.2, 0.5, 0.3)
+    leaf_nodes: int = 32
+    gang_constraint: str = "preferred:leaf"
+    checkpoint_interval_s: float = 1800.0
+    restart_s: float = 300.0
+    spare_fraction: float = 0.11
+    stress_scale: float = 10.0
+    failures: FailureConfig = field(default_factory=FailureConfig)
+    elastic: ElasticConfig = field(default_factory=ElasticConfig)

@@ -1,0 +1,269 @@
+"""Suite 3's report: per study, every variant paired to the study's reference by (window, seed)
+with 95 % CIs (Student t over the pairs), the issue's bars, a chart per study and ``runs.csv``.
+
+The bars (issue 19), each computed on the runs of this report only:
+
+* preemption: ``ours`` loses at least 30 % fewer GPU-hours to preemption than ``kube`` (total
+  over the runs; the paired CI of the per-run difference is shown) while the production class's
+  p95 wait (mean over runs) stays within 5 % of ``kube``'s (or within 60 s when both are short:
+  a relative test on waits of a few seconds says nothing);
+* spares: the better pooled variant reaches at least +5 pp goodput over ``dedicated`` with the
+  CI above 0, and its p95 restart time of failed gangs (mean over the runs that had any) is no
+  worse than ``dedicated``'s;
+* elastic: ``elastic`` serves the jobs with fewer node-hours than ``fixed-peak`` (mean paired
+  difference and CI below 0), with as many or fewer jobs pending at the end;
+* time: the whole suite within 45 minutes.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.config3 import STUDIES, Suite3Config, variant
+from gpudefrag.experiments.stats import paired
+from gpudefrag.experiments.suite3 import Run3
+
+__all__ = ["Bar3", "bars", "markdown", "write_report"]
+
+STUDY_METRICS: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "preemption": (
+        ("lost_preemption_gpu_h", "lost to preemption GPU-h", 1),
+        ("lost_migration_gpu_h", "lost to moves GPU-h", 1),
+        ("preempted_jobs", "jobs killed", 1),
+        ("moves", "jobs moved", 1),
+        ("wait_p95_s_production", "p95 wait production s", 0),
+        ("wait_p95_s_research", "p95 wait research s", 0),
+        ("wait_p95_s_best-effort", "p95 wait best-effort s", 0),
+        ("goodput_pct", "goodput %", 2),
+        ("alloc_pct", "alloc %", 2),
+        ("victim_p99_ms", "victim p99 ms", 1),
+    ),
+    "spares": (
+        ("goodput_pct", "goodput %", 2),
+        ("alloc_pct", "alloc %", 2),
+        ("restart_gang_p50_s", "gang restart p50 s", 0),
+        ("restart_gang_p95_s", "gang restart p95 s", 0),
+        ("restart_all_p95_s", "restart p95 s (all)", 0),
+        ("lost_failure_gpu_h", "lost to failures GPU-h", 1),
+        ("lost_preemption_gpu_h", "lost to preemption GPU-h", 1),
+        ("spare_evictions", "spare evictions", 1),
+        ("wait_p95_s_production", "p95 wait production s", 0),
+        ("pending_at_end", "pending at end", 1),
+    ),
+    "elastic": (
+        ("node_hours", "node-hours", 0),
+        ("goodput_pct", "goodput %", 2),
+        ("alloc_pct", "alloc %", 2),
+        ("wait_p95_s_production", "p95 wait production s", 0),
+        ("wait_p95_s_research", "p95 wait research s", 0),
+        ("pending_at_end", "pending at end", 1),
+        ("lost_migration_gpu_h", "lost to moves GPU-h", 1),
+        ("nodes_powered_on", "power-ons", 1),
+        ("drains", "drains", 1),
+    ),
+}
+
+
+def _pairs(runs: list[Run3]) -> list[tuple[str, int]]:
+    return sorted({(r.window, r.seed) for r in runs})
+
+
+def values(runs: list[Run3], name: str, metric: str) -> np.ndarray:
+    """One value per (window, seed) pair, in pair order (NaN where the run lacks it)."""
+    by = {(r.window, r.seed): r.metrics.get(metric, math.nan) for r in runs if r.variant == name}
+    return np.array([by.get(p, math.nan) for p in _pairs(runs)], dtype=np.float64)
+
+
+def _nanmean(x: np.ndarray) -> float:
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else math.nan
+
+
+def _fmt(x: float, digits: int) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:,.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Bar3:
+    name: str
+    met: bool
+    detail: str
+
+
+def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
+    """The module docstring's bars, for the variants that ran."""
+    ran = {r.variant for r in runs}
+    out: list[Bar3] = []
+    if {"ours", "kube"} <= ran:
+        ours, kube = (
+            values(runs, "ours", "lost_preemption_gpu_h"),
+            values(runs, "kube", "lost_preemption_gpu_h"),
+        )
+        total_o, total_k = float(np.nansum(ours)), float(np.nansum(kube))
+        cut = 1.0 - total_o / total_k if total_k > 0 else math.nan
+        d = paired(ours, kube).diff
+        wo = _nanmean(values(runs, "ours", "wait_p95_s_production"))
+        wk = _nanmean(values(runs, "kube", "wait_p95_s_production"))
+        wait_ok = wo <= 1.05 * wk or wo - wk <= 60.0
+        out.append(
+            Bar3(
+                "checkpoint-aware preemption loses >= 30 % fewer GPU-h than kube default, production p95 wait within 5 %",
+                bool(cut >= 0.30 and wait_ok),
+                f"GPU-h lost to preemption {total_o:,.1f} vs {total_k:,.1f} ({100 * cut:+.1f} % fewer; per run "
+                f"{d.mean:+.2f} [{d.low:+.2f}, {d.high:+.2f}]); production p95 wait {wo:,.0f} s vs {wk:,.0f} s",
+            )
+        )
+    pooled = [v for v in ("pooled-leaf", "pooled-cluster") if v in ran]
+    if pooled and "dedicated" in ran:
+        best = max(pooled, key=lambda v: _nanmean(values(runs, v, "goodput_pct")))
+        d = paired(values(runs, best, "goodput_pct"), values(runs, "dedicated", "goodput_pct")).diff
+        rb = _nanmean(values(runs, best, "restart_gang_p95_s"))
+        rd = _nanmean(values(runs, "dedicated", "restart_gang_p95_s"))
+        restart_ok = not math.isfinite(rb) or not math.isfinite(rd) or rb <= rd
+        out.append(
+            Bar3(
+                "pooled reserve + best-effort backfill >= +5 pp goodput over the dedicated 11 % reserve, "
+                "failed-gang p95 restart no worse",
+                bool(d.mean >= 5.0 and d.low > 0 and restart_ok),
+                f"{best}: {d.mean:+.2f} pp [{d.low:+.2f}, {d.high:+.2f}]; failed-gang p95 restart "
+                f"{_fmt(rb, 0)} s vs {_fmt(rd, 0)} s",
+            )
+        )
+    if {"elastic", "fixed-peak"} <= ran:
+        d = paired(values(runs, "elastic", "node_hours"), values(runs, "fixed-peak", "node_hours")).diff
+        pe = _nanmean(values(runs, "elastic", "pending_at_end"))
+        pf = _nanmean(values(runs, "fixed-peak", "pending_at_end"))
+        fixed = _nanmean(values(runs, "fixed-peak", "node_hours"))
+        out.append(
+            Bar3(
+                "elastic mode serves the same jobs with fewer node-hours than a fixed cluster sized for the peak",
+                bool(d.high < 0 and pe <= pf),
+                f"{d.mean:+,.0f} node-hours per run [{d.low:+,.0f}, {d.high:+,.0f}] of {fixed:,.0f} "
+                f"({100 * d.mean / fixed:+.1f} %); pending at end {pe:.1f} vs {pf:.1f}",
+            )
+        )
+    out.append(Bar3("the suite within 45 minutes on 2 cores", wall_s <= 45 * 60, f"{wall_s:,.0f} s"))
+    return out
+
+
+def _study_table(runs: list[Run3], study: str) -> list[str]:
+    ref = STUDIES[study]
+    names = [v for v in dict.fromkeys(r.variant for r in runs) if variant(v).study == study]
+    if not names:
+        return []
+    lines = [f"### {study} (reference: {ref})", ""]
+    metrics = STUDY_METRICS[study]
+    lines.append("| variant | " + " | ".join(m[1] for m in metrics) + " |")
+    lines.append("|---" * (len(metrics) + 1) + "|")
+    for v in names:
+        cells = [_fmt(_nanmean(values(runs, v, m)), digits) for m, _, digits in metrics]
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    if ref in names:
+        lines += ["", f"Paired to {ref}, mean [95 % CI] over (window, seed) pairs:", ""]
+        lines.append("| variant | " + " | ".join(m[1] for m in metrics) + " |")
+        lines.append("|---" * (len(metrics) + 1) + "|")
+        for v in names:
+            if v == ref:
+                continue
+            cells = []
+            for m, _, digits in metrics:
+                a, b = values(runs, v, m), values(runs, ref, m)
+                ok = np.isfinite(a) & np.isfinite(b)
+                if ok.sum() < 1:
+                    cells.append("n/a")
+                    continue
+                d = paired(a[ok], b[ok]).diff
+                cells.append(f"{d.mean:+,.{digits}f} [{d.low:+,.{digits}f}, {d.high:+,.{digits}f}]")
+            lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def markdown(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> str:
+    nodes = {(r.window, variant(r.variant).peak_sized): r.nodes for r in runs}
+    lines = [
+        f"# Suite 3: failures, spares, preemption, elastic nodes ({cfg.set_name} windows)",
+        "",
+        f"Windows: {', '.join(cfg.windows)}; seeds {', '.join(map(str, cfg.seeds))}; load {cfg.load:g}; "
+        f"classes production/research/best-effort {cfg.class_shares}; checkpoints every "
+        f"{cfg.checkpoint_interval_s:g} s, restart {cfg.restart_s:g} s; failures at "
+        f"{cfg.failures.node_rate_per_h * cfg.failures.scale:.3g} per node-hour (Llama 3), x{cfg.stress_scale:g} "
+        f"in the spare study; repairs lognormal, median {cfg.failures.repair_median_s:g} s; spares "
+        f"{100 * cfg.spare_fraction:g} % of the nodes.",
+        "",
+        "Nodes per window (load-1.0 size / peak size): "
+        + ", ".join(
+            f"{w} {nodes.get((w, False), '-')}/{nodes.get((w, True), '-')}"
+            for w in dict.fromkeys(cfg.windows)
+        ),
+        "",
+        "## Bars",
+        "",
+        "| bar | met | figures |",
+        "|---|---|---|",
+    ]
+    for b in bars(runs, cfg, wall_s):
+        lines.append(f"| {b.name} | {'yes' if b.met else '**no**'} | {b.detail} |")
+    lines += ["", "## Studies", ""]
+    for study in STUDIES:
+        lines += _study_table(runs, study)
+    lines += [f"Whole suite: {wall_s:,.0f} s wall.", ""]
+    return "\n".join(lines)
+
+
+def write_csv(runs: list[Run3], path: Path) -> Path:
+    keys = sorted({k for r in runs for k in r.metrics})
+    with atomic_write(path) as f:
+        w = csv.writer(f)
+        w.writerow(["window", "seed", "variant", "nodes", "event_hash", *keys])
+        for r in runs:
+            w.writerow(
+                [r.window, r.seed, r.variant, r.nodes, r.event_hash, *(r.metrics.get(k, "") for k in keys)]
+            )
+    return path
+
+
+def write_charts(runs: list[Run3], folder: Path) -> list[Path]:
+    """One PNG per study: each metric's mean over the pairs per variant, as bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for study, metrics in STUDY_METRICS.items():
+        names = [v for v in dict.fromkeys(r.variant for r in runs) if variant(v).study == study]
+        if not names:
+            continue
+        cols = 3
+        rows = math.ceil(len(metrics) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(13, 3.2 * rows), squeeze=False)
+        for ax, (m, label, _) in zip(axes.flat, metrics):
+            ax.bar(names, [_nanmean(values(runs, v, m)) for v in names], color="#3a7dc9")
+            ax.set_title(label, fontsize=9)
+            ax.tick_params(axis="x", rotation=25, labelsize=7)
+        for ax in list(axes.flat)[len(metrics) :]:
+            ax.axis("off")
+        fig.suptitle(f"suite 3, {study} study (mean over window x seed pairs)")
+        fig.tight_layout()
+        path = folder / f"{study}.png"
+        tmp = path.with_suffix(".tmp.png")
+        fig.savefig(tmp, dpi=100)
+        plt.close(fig)
+        tmp.replace(path)
+        out.append(path)
+    return out
+
+
+def write_report(runs: list[Run3], cfg: Suite3Config, wall_s: float, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    report = folder / "report.md"
+    with atomic_write(report) as f:
+        f.write(markdown(runs, cfg, wall_s))
+    return [report, write_csv(runs, folder / "runs.csv"), *write_charts(runs, folder / "charts")]

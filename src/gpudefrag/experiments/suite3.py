@@ -1,0 +1,132 @@
+"""Suite 3: failures, spare capacity, checkpoint-aware preemption and elastic nodes, replayed
+from suite 2's trace windows (:mod:`gpudefrag.experiments.config3` names the studies).
+
+One run = (window, seed, variant).  The window's jobs come from suite 2
+(:func:`~gpudefrag.workloads.windows.suite_run` at ``load``; gangs get the suite's topology
+constraint), each job gets a priority class drawn with the seed
+(:func:`~gpudefrag.capacity.classes.assign_classes`), and node failures are drawn with the same
+seed for the run's topology (:func:`~gpudefrag.capacity.failures.failure_events`), so every
+variant of a (window, seed) sees the same jobs and the same failures.  Placement is ours
+(:class:`~gpudefrag.gangs.ours.GangAware` on the run's job mix) in every variant.
+
+The peak-sized cluster of the elastic study has, per window, as many nodes as the busiest hour
+of the measurement window offers GPUs (each job counted from its submission for its duration,
+as the load-1.0 sizing does), rounded up, and at least the load-1.0 size.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+from tqdm import tqdm
+
+from gpudefrag.capacity.classes import assign_classes
+from gpudefrag.capacity.failures import failure_events
+from gpudefrag.capacity.sim3 import Sim3Config, simulate3
+from gpudefrag.capacity.spares import spare_nodes
+from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims, VictimRule
+from gpudefrag.experiments.config3 import Suite3Config, variant
+from gpudefrag.experiments.environment import record_executor
+from gpudefrag.experiments.executor import RunExecutor
+from gpudefrag.experiments.summary3 import summarise3
+from gpudefrag.gangs.objective import Workload
+from gpudefrag.gangs.ours import GangAware
+from gpudefrag.model.jobs import Job, parse_constraint
+from gpudefrag.model.topology import superpod
+from gpudefrag.workloads.windows import SUITE_GPUS_PER_NODE, suite_run
+
+__all__ = ["Run3", "peak_nodes", "run_one", "run_suite", "tasks"]
+
+
+@dataclass(frozen=True)
+class Run3:
+    window: str
+    seed: int
+    variant: str
+    nodes: int
+    event_hash: str
+    metrics: dict[str, float]
+
+
+def peak_nodes(jobs: list[Job], start_s: float, end_s: float, gpus_per_node: int, at_least: int) -> int:
+    """Nodes for the busiest hour of ``[start_s, end_s)`` (module docstring)."""
+    hours = max(1, math.ceil((end_s - start_s) / 3600.0))
+    offered = np.zeros(hours, dtype=np.float64)
+    edges = start_s + 3600.0 * np.arange(hours + 1)
+    for j in jobs:
+        lo, hi = max(j.submit_s, start_s), min(j.submit_s + j.duration_s, end_s)
+        if hi <= lo:
+            continue
+        overlap = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0.0, None)
+        offered += j.gpu_share * overlap
+    return max(at_least, math.ceil(float(offered.max()) / 3600.0 / gpus_per_node))
+
+
+def _victim_rule(name: str | None) -> VictimRule | None:
+    if name is None:
+        return None
+    if name == "kube":
+        return KubeDefaultVictims()
+    if name == "kai":
+        return KaiVictims()
+    return CheckpointAwareVictims()
+
+
+def _seed(window: str, seed: int, salt: str) -> int:
+    return zlib.crc32(f"{window}/{seed}/{salt}".encode())
+
+
+def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
+    """One simulation (module docstring)."""
+    v = variant(name)
+    gpn = SUITE_GPUS_PER_NODE
+    run = suite_run(window, cfg.load, gpn)
+    constraint = parse_constraint(cfg.gang_constraint)
+    jobs = [replace(j, constraint=constraint) if j.gpus > gpn else j for j in run.jobs]
+    jobs = assign_classes(jobs, cfg.class_shares, _seed(window, seed, "classes"))
+    start_s, end_s = run.measure
+    nodes = peak_nodes(jobs, start_s, end_s, gpn, run.nodes) if v.peak_sized else run.nodes
+    topo = superpod(nodes, cfg.leaf_nodes)
+    fcfg = replace(cfg.failures, scale=cfg.failures.scale * (cfg.stress_scale if v.stressed else 1.0))
+    outages = failure_events(topo, fcfg, end_s, _seed(window, seed, "failures"))
+    sim_cfg = Sim3Config(
+        start_s,
+        end_s,
+        checkpoint_interval_s=cfg.checkpoint_interval_s,
+        restart_s=cfg.restart_s,
+        spare_policy=v.spare,
+        elastic=cfg.elastic if v.elastic else None,
+    )
+    spares = spare_nodes(topo, v.spare, cfg.spare_fraction)
+    policy = GangAware(Workload.from_jobs(jobs))
+    result = simulate3(topo, jobs, policy, sim_cfg, outages, spares, _victim_rule(v.victims))
+    metrics = summarise3(result, gpn)
+    metrics["outages"] = float(len(outages))
+    return Run3(window, seed, name, nodes, result.event_hash, metrics)
+
+
+def tasks(cfg: Suite3Config) -> list[tuple[str, int, str]]:
+    return [(w, s, v) for w in cfg.windows for s in cfg.seeds for v in cfg.variants]
+
+
+def _run_task(args: tuple[Suite3Config, str, int, str]) -> Run3:
+    return run_one(*args)
+
+
+def run_suite(
+    cfg: Suite3Config, jobs: int | None = None, progress: bool = True, executor: RunExecutor | None = None
+) -> list[Run3]:
+    """Every task of ``cfg`` on ``executor`` (default: a local pool), in task order."""
+    todo = tasks(cfg)
+    executor = executor or RunExecutor(jobs)
+    record_executor(executor.describe())
+    out: dict[tuple[str, int, str], Run3] = {}
+    bar = tqdm(total=len(todo), desc="suite 3", unit="run", disable=not progress)
+    for spec, run in executor.map(_run_task, [(cfg, *t) for t in todo]):
+        out[spec[1:]] = run
+        bar.update()
+    bar.close()
+    return [out[t] for t in todo]

@@ -1,0 +1,76 @@
+"""The figures suite 3 reports for one run (window, seed, variant), over the measurement window.
+
+* ``goodput_pct``: useful GPU time (in use, less work thrown away and restarts) in % of the
+  cluster's GPU capacity (every node, spares and down nodes included); ``alloc_pct``: GPUs in
+  use in %;
+* ``lost_<cause>_gpu_h`` for failure, preemption and migration, ``restart_gpu_h``;
+* ``restart_gang_p50_s`` / ``restart_gang_p95_s``: from a failure to the moment a failed
+  multi-node gang works again (``restart_all_*`` over every failed job); restarts that did not
+  happen before the end are not in these (``failed_not_restarted`` counts them);
+* ``wait_p50_s_<class>`` / ``wait_p95_s_<class>``: submission to first start, by priority class;
+* ``preemptions`` (plans executed), ``preempted_jobs`` (killed), ``moves``, ``spare_evictions``,
+  ``failures``, ``jobs_killed_by_failure``, ``completed``, ``pending_at_end``, ``running_at_end``;
+* ``node_hours``, ``nodes_powered_on`` / ``_off``, ``drains`` (elastic mode);
+* ``victim_p99_ms``: victim-rule decision time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpudefrag.capacity.classes import CLASS_NAMES
+from gpudefrag.capacity.sim3 import CAUSES, Sim3Result
+
+__all__ = ["summarise3"]
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def summarise3(result: Sim3Result, gpus_per_node: int) -> dict[str, float]:
+    """The module docstring's figures."""
+    out: dict[str, float] = {
+        "goodput_pct": 100.0 * result.goodput,
+        "alloc_pct": 100.0 * result.allocation,
+        "restart_gpu_h": result.restart_gpu_s / 3600.0,
+    }
+    for cause in CAUSES:
+        out[f"lost_{cause}_gpu_h"] = result.lost_gpu_s[cause] / 3600.0
+    gang = [t for g, t in result.restart_times_s if g > gpus_per_node]
+    every = [t for _, t in result.restart_times_s]
+    out["restart_gang_p50_s"] = _pct(gang, 50)
+    out["restart_gang_p95_s"] = _pct(gang, 95)
+    out["restart_all_p50_s"] = _pct(every, 50)
+    out["restart_all_p95_s"] = _pct(every, 95)
+    out["failed_restarts"] = float(len(every))
+    out["failed_not_restarted"] = float(result.jobs_killed_by_failure - len(every))
+    for cls, name in CLASS_NAMES.items():
+        waits = [
+            r.start_s - r.job.submit_s
+            for r in result.records
+            if r.job.priority == cls and r.start_s is not None
+        ]
+        out[f"wait_p50_s_{name}"] = _pct(waits, 50)
+        out[f"wait_p95_s_{name}"] = _pct(waits, 95)
+    for key in (
+        "preemptions",
+        "preempted_jobs",
+        "moves",
+        "spare_evictions",
+        "failures",
+        "jobs_killed_by_failure",
+        "completed",
+        "pending_at_end",
+        "running_at_end",
+        "plans_refused",
+        "drains",
+    ):
+        out[key] = float(getattr(result, key))
+    out["jobs"] = float(len(result.records))
+    out["node_hours"] = result.node_hours
+    out["nodes_powered_on"] = float(result.powered_on)
+    out["nodes_powered_off"] = float(result.powered_off)
+    calls = result.victim_calls_s
+    out["victim_p99_ms"] = 1000.0 * float(np.percentile(calls, 99)) if calls else 0.0
+    return out

@@ -1,0 +1,141 @@
+"""Suite 3's simulator: failures, restarts, spares, preemption and elastic nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpudefrag.capacity.classes import BEST_EFFORT, PRODUCTION, RESEARCH
+from gpudefrag.capacity.failures import Outage
+from gpudefrag.capacity.sim3 import ElasticConfig, Sim3Config, simulate3
+from gpudefrag.capacity.spares import spare_nodes
+from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims
+from gpudefrag.gangs.objective import Workload
+from gpudefrag.gangs.ours import GangAware
+from gpudefrag.gangs.volcano import VolcanoBinpack
+from gpudefrag.model.jobs import Job, parse_constraint
+from gpudefrag.model.topology import superpod
+
+H = 3600.0
+
+
+def _policy(jobs):
+    return GangAware(Workload.from_jobs(jobs))
+
+
+def _random_jobs(rng: np.random.Generator, n: int, horizon_s: float) -> list[Job]:
+    sizes = [1, 1, 2, 4, 8, 8, 16, 32]
+    jobs = []
+    for i in range(n):
+        g = int(rng.choice(sizes))
+        milli = 500 if g == 1 and rng.random() < 0.2 else 1000
+        c = parse_constraint("required:leaf") if g > 8 and rng.random() < 0.5 else None
+        jobs.append(
+            Job(
+                i,
+                float(rng.uniform(0, horizon_s)),
+                float(rng.uniform(0.5 * H, 12 * H)),
+                g,
+                milli,
+                int(rng.integers(0, 3)),
+                c,
+            )
+        )
+    return jobs
+
+
+def test_every_node_fails_once_and_no_job_is_lost():
+    topo = superpod(16, 8)
+    rng = np.random.default_rng(4)
+    jobs = _random_jobs(rng, 120, 24 * H)
+    outages = [Outage(2 * H + 1800.0 * n, n, 2 * H + 1800.0 * n + 3 * H, False) for n in range(16)]
+    cfg = Sim3Config(0.0, 200 * H, checkpoint_interval_s=1800.0, restart_s=300.0, check_every_event=True)
+    r = simulate3(topo, jobs, _policy(jobs), cfg, outages)
+    assert r.failures == 16 and r.jobs_killed_by_failure > 0
+    # every job completed: none lost, none stuck (the horizon is long enough)
+    assert r.completed == len(jobs) and r.pending_at_end == 0 and r.running_at_end == 0
+    assert all(rec.end_s is not None for rec in r.records)
+    assert len(r.restart_times_s) == r.jobs_killed_by_failure
+    assert all(t >= cfg.restart_s for _, t in r.restart_times_s)
+    assert r.lost_gpu_s["failure"] > 0 and r.lost_gpu_s["preemption"] == 0
+
+
+def test_a_failed_gang_loses_its_work_since_the_checkpoint_and_restarts_whole():
+    topo = superpod(4, 4)  # four nodes of 8 GPUs
+    job = Job(1, 0.0, 10 * H, 32)  # all four nodes
+    outages = [Outage(2.5 * H, 2, 3.5 * H, False)]
+    cfg = Sim3Config(0.0, 30 * H, checkpoint_interval_s=H, restart_s=600.0)
+    r = simulate3(topo, [job], _policy([job]), cfg, outages)
+    # checkpoints at 1 h and 2 h of work: 0.5 h x 32 GPUs lost; the gang waits for the repair
+    assert r.lost_gpu_s["failure"] == pytest.approx(0.5 * H * 32)
+    assert r.restart_times_s == [(32, pytest.approx(1 * H + 600.0))]
+    rec = r.records[0]
+    assert rec.kills == 1 and rec.end_s == pytest.approx(3.5 * H + 600.0 + 8 * H)
+    assert r.restart_gpu_s == pytest.approx(600.0 * 32)
+
+
+def test_dedicated_spares_serve_only_failed_jobs_and_pooled_ones_backfill_best_effort():
+    topo = superpod(4, 4)
+    spares = spare_nodes(topo, "dedicated", 0.25)  # one node of four
+    assert spares.sum() == 1
+    be = Job(1, 0.0, 10 * H, 32, priority=BEST_EFFORT)  # asks all four nodes
+    cfg = Sim3Config(0.0, 5 * H, spare_policy="dedicated")
+    r = simulate3(topo, [be], _policy([be]), cfg, spares=spares)
+    assert r.records[0].start_s is None  # three usable nodes cannot hold it
+    pooled = Sim3Config(0.0, 5 * H, spare_policy="pooled-leaf")
+    r = simulate3(topo, [be], _policy([be]), pooled, spares=spares)
+    assert r.records[0].start_s == 0.0
+
+
+def test_a_failed_job_evicts_best_effort_work_from_a_pooled_spare():
+    topo = superpod(2, 2)
+    spares = np.array([False, True])
+    prod = Job(1, 0.0, 10 * H, 8, priority=PRODUCTION)
+    be = Job(2, 60.0, 20 * H, 8, priority=BEST_EFFORT)
+    outages = [Outage(H, 0, 50 * H, False)]
+    cfg = Sim3Config(0.0, 12 * H, spare_policy="pooled-cluster", checkpoint_interval_s=1800.0)
+    r = simulate3(topo, [prod, be], _policy([prod, be]), cfg, outages, spares)
+    assert r.spare_evictions == 1 and r.lost_gpu_s["preemption"] == pytest.approx(8 * (H - 60.0 - 1800.0))
+    assert r.restart_times_s == [(8, pytest.approx(cfg.restart_s))]
+
+
+@pytest.mark.parametrize("rule", [KubeDefaultVictims, KaiVictims, CheckpointAwareVictims])
+def test_preemption_starts_the_production_job_at_once(rule):
+    topo = superpod(2, 2)
+    low = Job(1, 0.0, 20 * H, 16, priority=RESEARCH)
+    high = Job(2, 1.25 * H, 2 * H, 8, priority=PRODUCTION)
+    cfg = Sim3Config(0.0, 30 * H, check_every_event=True)
+    r = simulate3(topo, [low, high], _policy([low, high]), cfg, victims=rule())
+    assert r.preemptions == 1 and r.records[1].start_s == 1.25 * H
+    assert r.records[0].kills == 1 and r.records[0].end_s is not None  # requeued, then completed
+    # the last checkpoint was at 1 h of work: 0.25 h x 16 GPUs thrown away
+    assert r.lost_gpu_s["preemption"] == pytest.approx(16 * 0.25 * H)
+
+
+def test_same_inputs_same_event_hash():
+    topo = superpod(12, 4)
+    jobs = _random_jobs(np.random.default_rng(9), 80, 24 * H)
+    outages = [Outage(5 * H, 3, 9 * H, False), Outage(7 * H, 8, 8 * H, False)]
+    cfg = Sim3Config(0.0, 60 * H, spare_policy="pooled-leaf", check_every_event=True)
+    spares = spare_nodes(topo, "pooled-leaf", 0.2)
+    a = simulate3(topo, jobs, VolcanoBinpack(), cfg, outages, spares, CheckpointAwareVictims())
+    b = simulate3(topo, jobs, VolcanoBinpack(), cfg, outages, spares, CheckpointAwareVictims())
+    assert a.event_hash == b.event_hash and a.goodput == b.goodput
+
+
+def test_elastic_mode_powers_idle_nodes_off_and_on_again_for_new_work():
+    topo = superpod(8, 4)
+    first = [Job(i, 0.0, 2 * H, 8) for i in range(2)]
+    later = [Job(10 + i, 20 * H, 2 * H, 8) for i in range(6)]
+    jobs = first + later
+    el = ElasticConfig(tick_s=300.0, idle_off_s=1800.0, provision_s=600.0)
+    fixed = simulate3(topo, jobs, _policy(jobs), Sim3Config(0.0, 30 * H))
+    elastic = simulate3(
+        topo, jobs, _policy(jobs), Sim3Config(0.0, 30 * H, elastic=el, check_every_event=True)
+    )
+    assert fixed.node_hours == pytest.approx(8 * 30)
+    assert elastic.node_hours < 0.5 * fixed.node_hours
+    assert elastic.powered_off >= 6 and elastic.powered_on >= 4
+    assert elastic.completed == fixed.completed == len(jobs)
+    late = [r.start_s - r.job.submit_s for r in elastic.records if r.job.job_id >= 10]
+    assert max(late) <= 600.0 + 300.0 + 1e-6  # one tick to notice, then the provisioning delay
