@@ -221,9 +221,7 @@ class _Sim3:
         v = self._views.get(key)
         if v is None:
             v = self.state.copy()
-            hidden = ~allowed
-            v.free_milli[hidden] = 0
-            v.free_gpus[hidden] = 0
+            v.hide(np.flatnonzero(~allowed))
             self._views[key] = v
         return v
 
@@ -428,8 +426,7 @@ class _Sim3:
                 hidden = ~self.allowed(run.job)
                 hidden[int(node)] = True
                 view = scratch.copy()
-                view.free_milli[hidden] = 0
-                view.free_gpus[hidden] = 0
+                view.hide(np.flatnonzero(hidden))
                 dest = self.policy.place(view, run.job)
                 if dest is None:
                     break
@@ -529,9 +526,7 @@ class _Sim3:
         scratch = self.state.copy()
         for j in candidates:
             scratch.unbind(j)
-        hidden = ~allowed
-        scratch.free_milli[hidden] = 0
-        scratch.free_gpus[hidden] = 0
+        scratch.hide(np.flatnonzero(~allowed))
         nodes = self.policy.place(scratch, job)
         if nodes is None:
             return False
