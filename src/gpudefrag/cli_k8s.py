@@ -62,7 +62,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     sched.run()
     c = sched.counters
     print(
-        f"scheduler stopped: {c.binds} binds, {c.bind_conflicts} conflicts, {c.bind_failures} failures",
+        f"scheduler stopped: {c.binds} binds, {c.bind_conflicts} conflicts, {c.bind_failures} failures, {c.bind_transport_errors} transport errors",
         file=sys.stderr,
     )
     return 0

@@ -73,8 +73,11 @@ def test_hundred_nodes_two_thousand_pods_audited():
     assert report.double_binds == [] and report.overcommits == [] and rejected == []
     assert report.partial_gangs == [] and report.forbidden_evictions == []
     assert sched.counters.bind_failures == 0
-    # the controller moved pods (some under a PDB), so the eviction audits above had work to check
-    assert report.evictions > 0
+    # every eviction the audit saw was one the controller made and counted, and none other: whether
+    # this scaled-clock run blocks a pod at all depends on thread timing, so the count itself is not
+    # asserted here (tests/k8s/test_k8s_defrag.py makes the controller evict on a fixed scenario)
+    assert len(controllers) == 1, "the controller thread did not stop"
+    assert report.evictions == controllers[0].counters.evictions
     print(
         f"{pods} pods of {len(items)} jobs: {report.binds} binds, {report.evictions} evictions, plans {controllers[0].counters.plans}"
     )

@@ -82,7 +82,8 @@ class SchedulerConfig:
 class Counters:
     binds: int = 0
     bind_conflicts: int = 0
-    bind_failures: int = 0
+    bind_failures: int = 0  # the API server refused the bind (not a 409 conflict)
+    bind_transport_errors: int = 0  # the request timed out or the connection broke; retried
     cycles: int = 0
     gangs_released: int = 0
     invalid_reported: int = 0
@@ -270,7 +271,7 @@ class KubeScheduler:
             self.events.put(("BIND", uid, (-1, None)))
         except Exception:  # a binder thread must always report, or the pod stays assumed forever
             log.exception("bind %s -> %s failed", key, node)
-            self.events.put(("BIND", uid, (-1, None)))
+            self.events.put(("BIND", uid, (-2, None)))
 
     def _bind_done(self, uid: str, outcome: tuple[int, dict | None]) -> None:
         code, fresh = outcome
@@ -286,7 +287,10 @@ class KubeScheduler:
             if fresh is not None:
                 self.cache.apply_pod("MODIFIED", fresh)
             return
-        self.counters.bind_failures += 1
+        if code == -1:  # a transport error: the bind may or may not have happened; the watch says
+            self.counters.bind_transport_errors += 1
+        else:
+            self.counters.bind_failures += 1
         delay = min(30.0, 2 * self._backoff.get(uid, (0.0, 0.5))[1])
         self._backoff[uid] = (self.clock() + delay, delay)
 
