@@ -157,8 +157,8 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.scale_bench import bench_scale
     from gpudefrag.workloads.itp import load_itp
 
-    if args.gpus < 8 or args.decisions < 1:
-        raise ConfigError("--gpus must be at least 8 and --decisions at least 1")
+    if args.gpus < 8 or args.decisions < 1 or args.gang_decisions < 0:
+        raise ConfigError("--gpus must be at least 8, --decisions at least 1 and --gang-decisions at least 0")
     inputs = workload_inputs(args.workload)
     itp_jobs = load_itp("itp_cluster04")
     policies = args.policy or ["fgd", "bestfit"]
@@ -189,6 +189,15 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
             f"{name:<10} cluster built in {r.build_s:.1f} s; index built in {r.index_build_s:.2f} s; "
             f"peak RSS {r.max_rss_mib:.0f} MiB"
         )
+    sizes = tuple(g for g in (64, 512, 1024, 8192) if g <= args.gpus // 2)
+    if args.gang_decisions and sizes:
+        from gpudefrag.experiments.gang_scale_bench import bench_gangs, format_result
+
+        print(
+            f"\ngangs (suite 2's gang-aware objective on its per-domain counts): {args.gang_decisions} "
+            "placements per size, each at the lowest level that can hold it, required"
+        )
+        print(format_result(bench_gangs(args.gpus, args.topology, args.seed, args.gang_decisions, sizes)))
     return 0
 
 
@@ -675,6 +684,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod", help="with --gpus")
     bench.add_argument("--decisions", type=int, default=200, help="with --gpus: decisions per pod shape")
+    bench.add_argument(
+        "--gang-decisions",
+        type=int,
+        default=50,
+        help="with --gpus: gang placements per gang size (64, 512, 1024, 8192 GPUs; 0 = none)",
+    )
     bench.add_argument(
         "--scan", action="store_true", help="with --gpus: scan every node per decision instead of the index"
     )

@@ -185,7 +185,7 @@ class _Sim3:
             self.seq += 1
             self.events.append((cfg.elastic.tick_s, _TICK, self.seq, 0, 0))
         heapq.heapify(self.events)
-        self.queue: list[tuple[int, float, int]] = []
+        self.queue: dict[tuple[int, float, int], None] = {}  # keys in arrival order; tried sorted
         self.running: dict[int, Running] = {}
         self.suspended: dict[int, Running] = {}  # killed, waiting to restart from a checkpoint
         self.recovering: dict[int, float] = {}  # job id -> failure time, until it works again
@@ -199,6 +199,9 @@ class _Sim3:
         self.dirty = True
         self._views: dict[bytes, GangState] = {}
         self._views_version = -1
+        self._maxima: dict[tuple[bool, bool], tuple[int, int, int, int]] = {}
+        self._running_cache: dict[tuple[bytes, int], dict[int, RunningJob]] = {}
+        self._running_stamp: tuple[int, float] = (-1, -1.0)
 
     # ---- views -----------------------------------------------------------------------------
     def allowed(self, job: Job) -> BoolArray:
@@ -295,7 +298,7 @@ class _Sim3:
         self.state.unbind(job_id)
         self.suspended[job_id] = run
         job = run.job
-        self.queue.append((-job.priority, job.submit_s, job.job_id))
+        self.queue[(-job.priority, job.submit_s, job.job_id)] = None
         rec = self.records.get(job_id)
         if rec is not None:
             rec.kills += 1
@@ -385,7 +388,7 @@ class _Sim3:
             self.state.unbind(m.job_id)
         for m in plan.moves:
             self._move(m.job_id, list(m.to_nodes))
-        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, list(plan.nodes))
         return True
 
@@ -396,7 +399,7 @@ class _Sim3:
         usable = ~self.down & ~self.off
         free = float(self.state.free_milli[usable].sum()) / 1000.0
         provisioning = int((self.powered & self.off).sum())
-        need = sum(self.jobs[k[2]].gpu_share for k in self.queue) - free - provisioning * gpn
+        need = sum(self.jobs[k[2]].gpu_share for k in sorted(self.queue)) - free - provisioning * gpn
         count = int(np.ceil(need / gpn)) if need > 0 else 0
         candidates = np.flatnonzero(~self.powered & ~self.down)[:count]
         for node in candidates:
@@ -443,7 +446,15 @@ class _Sim3:
 
     # ---- scheduling ------------------------------------------------------------------------
     def _running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningJob]:
-        """Running jobs of priority below ``below`` whose pods all sit on allowed nodes."""
+        """Running jobs of priority below ``below`` whose pods all sit on allowed nodes (cached
+        until the state or the time changes)."""
+        stamp = (self.state.version, self.now)
+        if self._running_stamp != stamp:
+            self._running_cache, self._running_stamp = {}, stamp
+        key = (allowed.tobytes(), below)
+        cached = self._running_cache.get(key)
+        if cached is not None:
+            return cached
         iv = self.cfg.checkpoint_interval_s
         out: dict[int, RunningJob] = {}
         for job_id, run in self.running.items():
@@ -456,6 +467,7 @@ class _Sim3:
             out[job_id] = RunningJob(
                 job, run.first_start_s, run.last_checkpoint_s(self.now, iv), job.priority in PREEMPTIBLE
             )
+        self._running_cache[key] = out
         return out
 
     def _replay(
@@ -508,7 +520,7 @@ class _Sim3:
         for m in plan.moves:
             self._move(m.job_id, list(m.to_nodes))
         self.result.preemptions += 1
-        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, list(plan.nodes))
         return True
 
@@ -535,33 +547,55 @@ class _Sim3:
             if any(p.node in chosen for p in self.state.placements[j]):
                 self._kill(j, "preemption")
                 self.result.spare_evictions += 1
-        self.queue.remove((-job.priority, job.submit_s, job.job_id))
+        del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, nodes)
         return True
 
+    def _fits_somewhere(self, job: Job, allowed: BoolArray, flags: tuple[bool, bool]) -> bool:
+        """A necessary condition for placing ``job`` on its view: a node with room for its
+        largest pod (or, for a sharing pod, a GPU with its milli free) and, for a gang, as
+        many free GPUs in all.  Read from maxima kept per view until the state changes."""
+        cached = self._maxima.get(flags)
+        if cached is None or cached[0] != self.state.version:
+            view = self.view(allowed)
+            cached = (
+                self.state.version,
+                int(view.free_gpus.max(initial=0)),
+                int(view.free_milli.max(initial=0)),
+                int(view.free_gpus.sum()),
+            )
+            self._maxima[flags] = cached
+        _, max_free_gpus, max_free_milli, free_gpus = cached
+        if job.is_sharing:
+            return max_free_milli >= job.gpu_milli
+        sizes = self.state.pods_of(job)
+        return max(sizes) <= max_free_gpus and sum(sizes) <= free_gpus
+
     def _pass(self) -> None:
+        """Try every queued job in key order (module docstring); a job whose shape, priority and
+        recovery status were already refused in this pass is skipped."""
         self.dirty = False
-        self.queue.sort()
         refused: set[tuple[object, ...]] = set()
-        for key in list(self.queue):
-            job = self.jobs[key[2]]
+        masks: dict[tuple[bool, bool], BoolArray] = {}
+        self._maxima = {}
+        for key in sorted(self.queue):
             if key not in self.queue:  # started by an earlier step of this pass
                 continue
-            allowed = self.allowed(job)
-            shape = (
-                tuple(self.state.pods_of(job)),
-                job.gpu_milli,
-                job.constraint,
-                job.priority,
-                job.job_id in self.recovering,
-            )
+            job = self.jobs[key[2]]
+            recovering = job.job_id in self.recovering
+            shape = (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint, job.priority, recovering)
             if shape in refused:
                 continue
-            nodes = self.policy.place(self.view(allowed), job)
-            if nodes is not None:
-                self.queue.remove(key)
-                self._start(job, nodes)
-                continue
+            flags = (recovering, job.priority == BEST_EFFORT)
+            allowed = masks.get(flags)
+            if allowed is None:
+                allowed = masks[flags] = self.allowed(job)
+            if self._fits_somewhere(job, allowed, flags):
+                nodes = self.policy.place(self.view(allowed), job)
+                if nodes is not None:
+                    del self.queue[key]
+                    self._start(job, nodes)
+                    continue
             if self._evict_spare_best_effort(job, allowed) or self._preempt(job, allowed):
                 continue
             refused.add(shape)
@@ -592,7 +626,7 @@ class _Sim3:
                     self._tick()
                 elif kind == _ARRIVE:
                     job = self.jobs[who]
-                    self.queue.append((-job.priority, job.submit_s, job.job_id))
+                    self.queue[(-job.priority, job.submit_s, job.job_id)] = None
                     self.dirty = True
                 else:
                     self._end(who, token)

@@ -5,7 +5,9 @@ The cluster (:func:`large_cluster`): a suite 2 topology preset (``superpod``: 8 
 filled to ``fill`` of its GPUs, seeded:
 
 * ``1 - openb_share`` of the filled GPUs by ITP cluster04 jobs, each drawn with probability
-  proportional to its GPU time (GPUs x duration: the jobs running at a random instant), split
+  proportional to its duration (a job is running at a random instant with a probability
+  proportional to how long it runs, so the GPUs of each job size then come out in proportion to
+  the GPU time that size carries), split
   into pods of at most one node's GPUs (:func:`~gpudefrag.model.jobs.pod_sizes`), each pod asking
   8 CPU cores and 64 GiB per GPU; a job is placed whole or not at all;
 * the rest by pods drawn uniformly from the openb pod mix (GPU pods only, model constraints
@@ -108,7 +110,7 @@ def large_cluster(
     target = fill * state.gpu_capacity_milli
     if itp_jobs:
         sizes = np.array([j.gpus for j in itp_jobs], dtype=np.int64)
-        weight = sizes * np.array([j.duration_s for j in itp_jobs], dtype=np.float64)
+        weight = np.array([j.duration_s for j in itp_jobs], dtype=np.float64)
         itp_target = (1.0 - openb_share) * target
         while state.used_gpu_milli < itp_target:
             for size in rng.choice(sizes, size=1024, p=weight / weight.sum()):
