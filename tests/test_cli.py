@@ -114,6 +114,15 @@ def test_calib_unknown_policy_exits_2(capsys, tmp_path):
     assert "nope" in line
 
 
+@pytest.mark.parametrize(
+    "args", [["--leaf-nodes", "0"], ["--leaf-nodes", "18", "--topology", "nvl72"], ["--gang-decisions", "-1"]]
+)
+def test_bench_bad_gang_options_exit_2(capsys, args):
+    assert main(["bench", "--gpus", "1024", *args]) == 2
+    line = _assert_one_line_error(capsys.readouterr().err)
+    assert "--" in line
+
+
 def test_bad_seeds_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["calib", "--seeds", "4x2"])

@@ -101,3 +101,14 @@ def test_every_bench_gang_binds_inside_its_required_domain(preset: str, levels: 
                 assert all_in_one_domain(fresh.topology, level, list(nodes))
             fresh.copy().bind(Job(-1 - i, 0.0, 1.0, size), list(nodes))  # raises unless it fits
     assert any(res.placed[16]), "the test needs some gangs placed"
+
+
+@needs_mirror
+def test_leaf_nodes_sets_the_leaf_groups_and_so_the_required_level() -> None:
+    # 2,048 GPUs = 256 nodes; leaves of 128 nodes hold 1,024 GPUs, so a 1,024-GPU gang is
+    # required inside one leaf instead of the spine
+    res = bench_gangs(GPUS, "superpod", seed=9, decisions=2, sizes=(1024,), leaf_nodes=128)
+    assert res.level == {1024: "leaf"}
+    assert res.levels == "leaf of 128 nodes, spine of 256 nodes"
+    with pytest.raises(ValueError, match="superpod"):
+        gang_cluster(GPUS, "nvl72", seed=9, leaf_nodes=18)

@@ -150,6 +150,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_scale_options(args: argparse.Namespace) -> None:
+    """The options ``bench --gpus`` and ``bench --sweep`` share."""
+    if args.decisions < 1 or args.gang_decisions < 0:
+        raise ConfigError("--decisions must be at least 1 and --gang-decisions at least 0")
+    if args.leaf_nodes is not None and (args.leaf_nodes < 1 or args.topology != "superpod"):
+        raise ConfigError("--leaf-nodes must be at least 1 and needs --topology superpod")
+
+
 def cmd_scale_bench(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -157,8 +165,9 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.scale_bench import bench_scale
     from gpudefrag.workloads.itp import load_itp
 
-    if args.gpus < 8 or args.decisions < 1 or args.gang_decisions < 0:
-        raise ConfigError("--gpus must be at least 8, --decisions at least 1 and --gang-decisions at least 0")
+    if args.gpus < 8:
+        raise ConfigError("--gpus must be at least 8")
+    _check_scale_options(args)
     inputs = workload_inputs(args.workload)
     itp_jobs = load_itp("itp_cluster04")
     policies = args.policy or ["fgd", "bestfit"]
@@ -197,7 +206,10 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
             f"\ngangs (suite 2's gang-aware objective on its per-domain counts): {args.gang_decisions} "
             "placements per size, each at the lowest level that can hold it, required"
         )
-        print(format_result(bench_gangs(args.gpus, args.topology, args.seed, args.gang_decisions, sizes)))
+        res = bench_gangs(
+            args.gpus, args.topology, args.seed, args.gang_decisions, sizes, leaf_nodes=args.leaf_nodes
+        )
+        print(format_result(res))
     return 0
 
 
@@ -208,6 +220,7 @@ def cmd_scale_sweep(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.inputs import workload_inputs
     from gpudefrag.workloads.itp import load_itp
 
+    _check_scale_options(args)
     inputs = workload_inputs(args.workload)
     policies = args.policy or ["fgd", "bestfit"]
     modes = ["index", "scan"]
@@ -215,7 +228,8 @@ def cmd_scale_sweep(args: argparse.Namespace) -> int:
         f"decision latency against cluster size: {args.topology}, sizes {args.sweep} GPUs, 60 % filled "
         f"(ITP cluster04 + {args.workload}, seed {args.seed}); {args.decisions} decisions per pod shape"
     )
-    steps = len(args.sweep) * len(policies) * len(modes)
+    gang_sizes = (64, 512, 1024, 8192) if args.gang_decisions else ()
+    steps = len(args.sweep) * (len(policies) * len(modes) + (1 if gang_sizes else 0))
     with tqdm(total=steps, unit="run", disable=True if args.no_progress else None) as bar:
         rows = scale_sweep.sweep(
             args.sweep,
@@ -228,6 +242,9 @@ def cmd_scale_sweep(args: argparse.Namespace) -> int:
             args.seed,
             load_itp("itp_cluster04"),
             on_step=lambda _: bar.update(1),
+            gang_sizes=gang_sizes,
+            gang_decisions=args.gang_decisions,
+            leaf_nodes=args.leaf_nodes,
         )
     print(f"{'GPUs':>9} {'nodes':>8} {'policy':<8} {'mode':<6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     pooled: dict[tuple[int, str, str], list[scale_sweep.SweepRow]] = {}
@@ -236,11 +253,22 @@ def cmd_scale_sweep(args: argparse.Namespace) -> int:
     import numpy as np
 
     for (gpus, policy, mode), group in pooled.items():
+        if mode == scale_sweep.GANG_MODE:
+            continue
         ms = np.concatenate([r.latency_ms for r in group])
         print(
             f"{gpus:>9} {group[0].nodes:>8} {policy:<8} {mode:<6} {np.percentile(ms, 50):>8.3f} "
             f"{np.percentile(ms, 99):>8.3f} {ms.max():>8.3f}"
         )
+    gang_rows = [r for r in rows if r.mode == scale_sweep.GANG_MODE]
+    if gang_rows:
+        print(f"\ngangs (ours, required at the lowest level that holds them): {args.gang_decisions} per size")
+        print(f"{'GPUs':>9} {'nodes':>8} {'gang':<10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+        for r in gang_rows:
+            print(
+                f"{r.gpus:>9} {r.nodes:>8} {r.shape:<10} {r.percentile(50):>8.3f} {r.percentile(99):>8.3f} "
+                f"{r.latency_ms.max():>8.3f}"
+            )
     for policy in policies:
         for mode in modes:
             g = scale_sweep.growth_ratio(rows, policy, mode)
@@ -685,10 +713,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod", help="with --gpus")
     bench.add_argument("--decisions", type=int, default=200, help="with --gpus: decisions per pod shape")
     bench.add_argument(
+        "--leaf-nodes",
+        type=int,
+        default=None,
+        help="with --gpus or --sweep and superpod: nodes per leaf group of the gang bench (default 32)",
+    )
+    bench.add_argument(
         "--gang-decisions",
         type=int,
         default=50,
-        help="with --gpus: gang placements per gang size (64, 512, 1024, 8192 GPUs; 0 = none)",
+        help="with --gpus or --sweep: gang placements per gang size (64, 512, 1024, 8192 GPUs; 0 = none)",
     )
     bench.add_argument(
         "--scan", action="store_true", help="with --gpus: scan every node per decision instead of the index"

@@ -6,7 +6,7 @@ import numpy as np
 
 from gpudefrag.experiments.inputs import workload_inputs
 from gpudefrag.experiments.scale_bench import SHAPES, bench_scale, large_cluster
-from gpudefrag.experiments.scale_sweep import growth_ratio, sweep, write_chart, write_csv
+from gpudefrag.experiments.scale_sweep import GANG_MODE, growth_ratio, sweep, write_chart, write_csv
 from gpudefrag.model.jobs import Job
 from gpudefrag.policies.registry import make_policy
 
@@ -84,3 +84,20 @@ def test_sweep_writes_rows_csv_chart_and_growth(mirror, tmp_path):
     assert csv_path.read_text().count("\n") == 1 + len(rows)
     png = write_chart(rows, tmp_path / "s.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sweep_with_gangs_adds_rows_per_fitting_gang_size(mirror, tmp_path):
+    inputs = workload_inputs()
+    sizes = [1024, 4096]
+    rows = sweep(
+        sizes, "superpod", inputs.pods, inputs.typical, ["bestfit"], ["index"], 2, 42, None,
+        gang_sizes=(64, 512, 1024), gang_decisions=3,
+    )  # fmt: skip
+    gang = [r for r in rows if r.mode == GANG_MODE]
+    # gangs up to half the cluster: 64 and 512 at 1,024 GPUs; all three at 4,096
+    assert [(r.gpus, r.shape) for r in gang] == [
+        (1024, "64 GPUs"), (1024, "512 GPUs"), (4096, "64 GPUs"), (4096, "512 GPUs"), (4096, "1024 GPUs"),
+    ]  # fmt: skip
+    assert all(r.latency_ms.shape == (3,) for r in gang)
+    assert growth_ratio(rows, "ours", GANG_MODE) is None  # gang rows stay out of the pooled pod lines
+    assert write_chart(rows, tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"

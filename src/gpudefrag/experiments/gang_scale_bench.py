@@ -49,7 +49,7 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Constraint, Job
-from gpudefrag.model.topology import PRESETS, Topology
+from gpudefrag.model.topology import PRESETS, Topology, superpod
 from gpudefrag.workloads.itp import load_itp
 
 IntArray = npt.NDArray[np.int64]
@@ -89,10 +89,15 @@ BENCH_JOB_ID = 1 << 40
 ITP_TRACE = "itp_cluster04"
 
 
-def _gpus_per_node(preset: str) -> int:
+def _topology(preset: str, gpus: int, leaf_nodes: int | None) -> Topology:
+    """The preset sized to ``gpus`` GPUs; ``leaf_nodes`` sets superpod's nodes per leaf group."""
     if preset not in PRESETS:
         raise ValueError(f"unknown topology preset {preset!r}; known: {', '.join(PRESETS)}")
-    return 8 if preset == "superpod" else 4
+    if preset == "superpod":
+        return superpod(max(1, gpus // 8), leaf_nodes or 32)
+    if leaf_nodes is not None:
+        raise ValueError("leaf_nodes applies to the superpod preset only (an NVLink domain is 18 nodes)")
+    return PRESETS[preset](max(1, gpus // 4))
 
 
 class _NodeDraws:
@@ -185,11 +190,12 @@ def gang_cluster(
     fill: float = 0.6,
     itp_jobs: list[Job] | None = None,
     domain_sigma: float = DOMAIN_SIGMA,
+    leaf_nodes: int | None = None,
 ) -> GangState:
     """The module docstring's filled cluster (``itp_jobs``: the ITP cluster04 jobs when None;
-    ``domain_sigma``: the spread of the domains' load, 0 for uniformly random nodes)."""
-    gpn = _gpus_per_node(preset)
-    topo = PRESETS[preset](max(1, gpus // gpn))
+    ``domain_sigma``: the spread of the domains' load, 0 for uniformly random nodes;
+    ``leaf_nodes``: superpod's nodes per leaf group, 32 when None)."""
+    topo = _topology(preset, gpus, leaf_nodes)
     state = GangState(topo)
     jobs = itp_jobs if itp_jobs is not None else load_itp(ITP_TRACE)
     rng = np.random.default_rng(seed)
@@ -228,6 +234,7 @@ class GangScaleResult:
     room, and every decision's nodes in order (``()`` when it found no room)."""
 
     preset: str
+    levels: str
     gpus: int
     nodes: int
     used_gpus: float
@@ -248,11 +255,12 @@ def bench_gangs(
     sizes: tuple[int, ...] = (64, 512, 1024, 8192),
     fill: float = 0.6,
     domain_sigma: float = DOMAIN_SIGMA,
+    leaf_nodes: int | None = None,
 ) -> GangScaleResult:
     """Build the cluster, then time ``decisions`` gang placements per size (module docstring)."""
     jobs = load_itp(ITP_TRACE)
     started = time.perf_counter()
-    state = gang_cluster(gpus, preset, seed, fill, jobs, domain_sigma)
+    state = gang_cluster(gpus, preset, seed, fill, jobs, domain_sigma, leaf_nodes)
     build_s = time.perf_counter() - started
     used = state.used_gpus()
     whole = int(state.whole_free_nodes().sum())
@@ -289,8 +297,14 @@ def bench_gangs(
             state.unbind(bound.popleft())
         latency[size] = times
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    topo = state.topology
+    sizes_text = ", ".join(
+        f"{name} of {int(np.bincount(topo.domain_of[li]).max()):,} nodes"
+        for li, name in enumerate(topo.levels)
+    )
     return GangScaleResult(
         preset,
+        sizes_text,
         state.topology.total_gpus,
         state.topology.num_nodes,
         used,
@@ -307,7 +321,7 @@ def bench_gangs(
 def format_result(res: GangScaleResult) -> str:
     """A few lines: the cluster, then per gang size its level and p50 / p99 / max in ms."""
     lines = [
-        f"{res.preset}: {res.gpus:,} GPUs on {res.nodes:,} nodes, {res.used_gpus / res.gpus:.1%} used, "
+        f"{res.preset} ({res.levels}): {res.gpus:,} GPUs on {res.nodes:,} nodes, {res.used_gpus / res.gpus:.1%} used, "
         f"{res.whole_free_nodes:,} wholly free nodes; build {res.build_s:.1f} s, peak RSS {res.max_rss_mib:,.0f} MiB",
         f"{'gang GPUs':>10} {'required':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'no room':>8}",
     ]

@@ -7,6 +7,11 @@ index, ``scan`` the full scan of every node.  One row per (size, policy, mode, p
 to a CSV; the chart plots p50 and p99 (over all shapes' decisions) against GPUs on log-log axes,
 so linear growth (the scan) and near-flat growth (the index) show at a glance.  The growth
 ratio reported is p99 at the largest size over p99 at the size nearest 10,000 GPUs.
+
+With ``gang_sizes``, each size also times gang placements
+(:func:`~gpudefrag.experiments.gang_scale_bench.bench_gangs`, on its own filled cluster of that
+size): rows of policy ``ours``, mode ``gang``, shape ``"<n> GPUs"`` for every gang size up to
+half the cluster, plotted per gang size in a second panel.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.gang_scale_bench import bench_gangs
 from gpudefrag.experiments.scale_bench import large_cluster, time_decisions
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.jobs import Job
@@ -53,8 +59,12 @@ def sweep(
     seed: int,
     itp_jobs: list[Job] | None,
     on_step: Callable[[str], None] | None = None,
+    gang_sizes: tuple[int, ...] = (),
+    gang_decisions: int = 50,
+    leaf_nodes: int | None = None,
 ) -> list[SweepRow]:
-    """Every (size, policy, mode) of the module docstring, in that order."""
+    """Every (size, policy, mode) of the module docstring, in that order, then each size's
+    gangs when ``gang_sizes`` is given (``leaf_nodes``: superpod's nodes per leaf group)."""
     rows: list[SweepRow] = []
     for gpus in sizes:
         base = large_cluster(gpus, preset, pods, seed, itp_jobs=itp_jobs)
@@ -70,13 +80,38 @@ def sweep(
                 )
                 if on_step is not None:
                     on_step(f"{gpus} GPUs {policy} {mode}")
+        fitting = tuple(g for g in gang_sizes if g <= gpus // 2)
+        if fitting:
+            res = bench_gangs(gpus, preset, seed, gang_decisions, fitting, leaf_nodes=leaf_nodes)
+            rows.extend(
+                SweepRow(res.gpus, res.nodes, "ours", GANG_MODE, f"{g} GPUs", res.latency_ms[g])
+                for g in fitting
+            )
+        if gang_sizes and on_step is not None:
+            on_step(f"{gpus} GPUs gangs")
     return rows
+
+
+GANG_MODE = "gang"
+"""The mode of the gang rows."""
+
+
+def _gang_points(rows: list[SweepRow]) -> dict[str, list[tuple[int, float, float]]]:
+    """Gang size label -> [(gpus, p50, p99)] by cluster size."""
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for r in sorted(
+        (r for r in rows if r.mode == GANG_MODE), key=lambda r: (int(r.shape.split()[0]), r.gpus)
+    ):
+        out.setdefault(r.shape, []).append((r.gpus, r.percentile(50), r.percentile(99)))
+    return out
 
 
 def _pooled(rows: list[SweepRow]) -> dict[tuple[str, str], list[tuple[int, float, float]]]:
     """(policy, mode) -> [(gpus, p50, p99)] over all shapes' decisions, by size."""
     groups: dict[tuple[str, str, int], list[np.ndarray]] = {}
     for r in rows:
+        if r.mode == GANG_MODE:
+            continue
         groups.setdefault((r.policy, r.mode, r.gpus), []).append(r.latency_ms)
     out: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for (policy, mode, gpus), arrays in sorted(groups.items()):
@@ -123,13 +158,15 @@ def write_csv(rows: list[SweepRow], path: Path) -> Path:
 
 def write_chart(rows: list[SweepRow], path: Path) -> Path:
     """p50 (dashed) and p99 (solid) decision latency against GPUs, log-log, one colour per
-    (policy, mode)."""
+    (policy, mode); gangs (when swept) in a second panel, one colour per gang size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    gangs = _gang_points(rows)
+    fig, axes = plt.subplots(1, 2 if gangs else 1, figsize=(14 if gangs else 8, 5), squeeze=False)
+    ax = axes[0][0]
     for (policy, mode), points in _pooled(rows).items():
         gpus = [p[0] for p in points]
         (line,) = ax.plot(gpus, [p[2] for p in points], marker="o", label=f"{policy} {mode} p99")
@@ -148,6 +185,19 @@ def write_chart(rows: list[SweepRow], path: Path) -> Path:
     ax.set_title("Single-pod decision latency against cluster size")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    if gangs:
+        gx = axes[0][1]
+        for label, points in gangs.items():
+            gpus = [p[0] for p in points]
+            (line,) = gx.plot(gpus, [p[2] for p in points], marker="o", label=f"gang of {label} p99")
+            gx.plot(gpus, [p[1] for p in points], marker=".", linestyle="--", color=line.get_color())
+        gx.set_xscale("log")
+        gx.set_yscale("log")
+        gx.set_xlabel("cluster size (GPUs)")
+        gx.set_ylabel("gang placement latency (ms; dashed: p50)")
+        gx.set_title("Gang placement latency (ours, required level) against cluster size")
+        gx.grid(True, which="both", alpha=0.3)
+        gx.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.png")

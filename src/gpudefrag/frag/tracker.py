@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from gpudefrag.frag.kernels import node_frag_milli, refresh_frag
+from gpudefrag.frag.compiled import node_frag_milli, refresh_frag
 from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState
 

@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 from gpudefrag.frag.typical import TypicalArrays
 from gpudefrag.model.cluster import ClusterState, Placement, affinity_tag
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies import baseline_kernel as bk
 from gpudefrag.policies.gpu_choice import choose_gpus_best
 from gpudefrag.policies.score_index import ScoreIndex
 
@@ -97,6 +96,8 @@ class BaselinePolicy(Policy):
         )
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
+        from gpudefrag.policies import baseline_kernel as bk
+
         return bk.score_nodes(
             self._kernel_id, *self._state_args(state), *pod.fit_key, max(affinity_tag(pod), 0)
         )
@@ -112,6 +113,8 @@ class BaselinePolicy(Policy):
         return Placement(int(node), gpus, pod)
 
     def _select_scan(self, state: ClusterState, pod: PodSpec) -> int:
+        from gpudefrag.policies import baseline_kernel as bk
+
         return bk.select_node(
             self._kernel_id,
             *self._state_args(state),

@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.fit import node_fits
 from gpudefrag.policies import best_fit, dot_product, gpu_clustering, gpu_packing
+from gpudefrag.policies.kinds import BESTFIT, GPUCLUSTERING, GPUPACKING
 
-BESTFIT, GPUPACKING, GPUCLUSTERING, DOTPROD = 0, 1, 2, 3
 INFEASIBLE = -1
 
 

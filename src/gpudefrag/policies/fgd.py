@@ -17,9 +17,8 @@ from gpudefrag.frag.typical import TypicalArrays, TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.base import Policy, attached_index
-from gpudefrag.policies.fgd_kernel import fgd_scores, fgd_select
 from gpudefrag.policies.gpu_choice import exclusive_gpus
-from gpudefrag.policies.index_kernel import FGD_KIND
+from gpudefrag.policies.kinds import FGD_KIND
 from gpudefrag.policies.score_index import ScoreIndex
 
 NAME = "fgd"
@@ -112,6 +111,8 @@ class FgdPolicy(Policy):
         if self._index is not None and self._index.state is state:
             node, gpu = self._index.best(pod)
         else:
+            from gpudefrag.policies.fgd_kernel import fgd_select
+
             key = self._ensure(state, pod)
             node, gpu = fgd_select(*self._args(state, key, True), *pod.fit_key, *self._tp)
         if node < 0:
@@ -131,12 +132,14 @@ class FgdPolicy(Policy):
         self, state: ClusterState, pod: PodSpec
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Scores per node (-1 infeasible) and the GPU a sharing pod would take on each."""
+        from gpudefrag.policies.fgd_kernel import fgd_scores
+
         key = self._ensure(state, pod)
         return fgd_scores(*self._args(state, key, False), *pod.fit_key, *self._tp)
 
     def node_frag_milli(self, state: ClusterState) -> NDArray[np.float64]:
         """Current F(node) of every node (milli-GPU), from the cache where it is fresh."""
-        from gpudefrag.frag.kernels import refresh_frag
+        from gpudefrag.frag.compiled import refresh_frag
 
         self._ensure(state, PodSpec(0, 0))
         refresh_frag(

@@ -30,13 +30,9 @@ from gpudefrag.frag.kernels import fgd_node_score, node_frag_milli
 from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.constants import MAX_PODS_PER_NODE
 from gpudefrag.model.fit import node_fits
-from gpudefrag.policies.baseline_kernel import GPUCLUSTERING
 from gpudefrag.policies.baseline_kernel import _score as baseline_score
-
-FGD_KIND = 4
-"""Score kind of FGD; kinds 0-3 are :mod:`~gpudefrag.policies.baseline_kernel`'s policy ids."""
-INFEASIBLE = np.iinfo(np.int64).min
-"""Leaf score of a node the pod does not fit."""
+from gpudefrag.policies.kinds import FGD_KIND, GPUCLUSTERING
+from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]

@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from gpudefrag.model.cluster import ClusterState, Placement
-from gpudefrag.model.fit import feasible_mask
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.base import Policy
 from gpudefrag.policies.gpu_choice import exclusive_gpus
@@ -36,6 +35,8 @@ class RandomPolicy(Policy):
         self.reset()
 
     def _mask(self, state: ClusterState, pod: PodSpec) -> NDArray[np.bool_]:
+        from gpudefrag.model.fit import feasible_mask  # compiled: numba loads only when Random runs
+
         return feasible_mask(
             state.cpu_milli_left,
             state.memory_mib_left,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.frag.typical import TypicalPods
-from gpudefrag.policies import baseline_kernel as bk
+from gpudefrag.policies import kinds
 from gpudefrag.policies.base import BaselinePolicy, Policy
 from gpudefrag.policies.fgd import FgdPolicy
 from gpudefrag.policies.random_policy import RandomPolicy
@@ -19,10 +19,10 @@ PolicyFactory = Callable[[TypicalPods, int], Policy]
 
 _FACTORIES: dict[str, PolicyFactory] = {
     "random": lambda typical, seed: RandomPolicy(seed),
-    "dotprod": lambda typical, seed: BaselinePolicy("dotprod", bk.DOTPROD),
-    "gpuclustering": lambda typical, seed: BaselinePolicy("gpuclustering", bk.GPUCLUSTERING),
-    "gpupacking": lambda typical, seed: BaselinePolicy("gpupacking", bk.GPUPACKING),
-    "bestfit": lambda typical, seed: BaselinePolicy("bestfit", bk.BESTFIT),
+    "dotprod": lambda typical, seed: BaselinePolicy("dotprod", kinds.DOTPROD),
+    "gpuclustering": lambda typical, seed: BaselinePolicy("gpuclustering", kinds.GPUCLUSTERING),
+    "gpupacking": lambda typical, seed: BaselinePolicy("gpupacking", kinds.GPUPACKING),
+    "bestfit": lambda typical, seed: BaselinePolicy("bestfit", kinds.BESTFIT),
     "fgd": lambda typical, seed: FgdPolicy(typical),
 }
 

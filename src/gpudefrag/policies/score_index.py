@@ -18,16 +18,18 @@ that lags more than one node count behind is marked for a rescan of all nodes on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
+from gpudefrag import aot
 from gpudefrag.frag.typical import TypicalArrays
 from gpudefrag.model.cluster import ClusterState, affinity_tag
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.policies.index_kernel import INFEASIBLE, rebuild, refresh
+from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -63,6 +65,20 @@ _KernelArgs: TypeAlias = tuple[
 
 __all__ = ["ScoreIndex"]
 
+
+def _kernels() -> tuple[Callable[..., int], Callable[..., int]]:
+    """(refresh, rebuild): ahead-of-time compiled when built (:mod:`gpudefrag.aot`), else the
+    JIT kernels of :mod:`~gpudefrag.policies.index_kernel` (imported only then)."""
+    aot_refresh, aot_rebuild = aot.kernel("index_refresh"), aot.kernel("index_rebuild")
+    if aot_refresh is not None and aot_rebuild is not None:
+        return aot_refresh, aot_rebuild
+    from gpudefrag.policies import index_kernel
+
+    return index_kernel.refresh, index_kernel.rebuild
+
+
+refresh, rebuild = _kernels()
+
 _NO_TYPICAL: TypicalArrays = (
     np.zeros(0, dtype=np.int64),
     np.zeros(0, dtype=np.int64),
@@ -86,8 +102,8 @@ class _ShapeTree:
 class ScoreIndex:
     """The module docstring's index for one policy kind on one state.
 
-    ``kind`` is :data:`~gpudefrag.policies.index_kernel.FGD_KIND` or a
-    :mod:`~gpudefrag.policies.baseline_kernel` policy id; ``typical`` the FGD typical-pod
+    ``kind`` is :data:`~gpudefrag.policies.kinds.FGD_KIND` or a baseline kind of
+    :mod:`~gpudefrag.policies.kinds`; ``typical`` the FGD typical-pod
     arrays (unused by baselines).
     """
 
