@@ -72,6 +72,11 @@ def test_a_failed_gang_loses_its_work_since_the_checkpoint_and_restarts_whole():
     rec = r.records[0]
     assert rec.kills == 1 and rec.end_s == pytest.approx(3.5 * H + 600.0 + 8 * H)
     assert r.restart_gpu_s == pytest.approx(600.0 * 32)
+    assert r.restart_gpu_s_by_cause == {
+        "failure": pytest.approx(600.0 * 32),
+        "preemption": 0.0,
+        "migration": 0.0,
+    }
 
 
 def test_dedicated_spares_serve_only_failed_jobs_and_pooled_ones_backfill_best_effort():
@@ -110,6 +115,10 @@ def test_preemption_starts_the_production_job_at_once(rule):
     assert r.records[0].kills == 1 and r.records[0].end_s is not None  # requeued, then completed
     # the last checkpoint was at 1 h of work: 0.25 h x 16 GPUs thrown away
     assert r.lost_gpu_s["preemption"] == pytest.approx(16 * 0.25 * H)
+    # its restart when it runs again (after the production job, at 3.25 h) is charged to preemption
+    assert (
+        r.restart_gpu_s_by_cause["preemption"] == pytest.approx(16 * 300.0) == pytest.approx(r.restart_gpu_s)
+    )
 
 
 def test_same_inputs_same_event_hash():
@@ -139,3 +148,26 @@ def test_elastic_mode_powers_idle_nodes_off_and_on_again_for_new_work():
     assert elastic.completed == fixed.completed == len(jobs)
     late = [r.start_s - r.job.submit_s for r in elastic.records if r.job.job_id >= 10]
     assert max(late) <= 600.0 + 300.0 + 1e-6  # one tick to notice, then the provisioning delay
+
+
+def test_the_warm_pool_keeps_idle_nodes_on_so_new_work_starts_at_once():
+    # 8 nodes, busy for 2 h, then idle until a 16-GPU job (2 whole nodes) arrives at 20 h
+    topo = superpod(8, 4)
+    jobs = [Job(i, 0.0, 2 * H, 8) for i in range(8)] + [Job(20, 20 * H, H, 16)]
+    results = {}
+    for warm in (0.0, 0.25):  # 0.25 x 8 nodes: 2 idle nodes stay on
+        el = ElasticConfig(tick_s=60.0, idle_off_s=1800.0, provision_s=600.0, warm_fraction=warm)
+        results[warm] = simulate3(
+            topo, jobs, _policy(jobs), Sim3Config(0.0, 30 * H, elastic=el, check_every_event=True)
+        )
+    cold, warm = results[0.0], results[0.25]
+    wait = {
+        k: next(r.start_s - r.job.submit_s for r in v.records if r.job.job_id == 20)
+        for k, v in results.items()
+    }
+    assert wait[0.25] == 0.0
+    assert 600.0 <= wait[0.0] <= 600.0 + 60.0 + 1e-6  # a tick to notice, then provisioning
+    # cold: all 8 off, 2 on again for the job and off once it ends = 10; warm: 6 off, never on
+    assert (cold.powered_off, cold.powered_on) == (10, 2) and (warm.powered_off, warm.powered_on) == (6, 0)
+    # the two warm nodes cost node-hours: on from 2.5 h (idle_off_s after the jobs end) to 30 h
+    assert warm.node_hours > cold.node_hours

@@ -214,6 +214,22 @@ def test_ours_evicts_the_recently_checkpointed_job_where_kube_takes_the_low_prio
     assert ours == VictimPlan(9, (1,), (2,), (), 2_880.0)
 
 
+def test_ours_lowest_class_first_takes_the_cheapest_plan_of_the_lowest_class_that_has_one():
+    # node 0: priority 0, checkpoint 2 h ago (60,000 GPU-s); node 1: priority 1, a minute ago
+    # (2,880 GPU-s); node 2: priority 0, an hour ago: 8 x (3600 + 300) = 31,200 GPU-s
+    c = Cluster(3, 3)
+    c.run(_job(1, 8, 0), [0], ckpt_s=NOW - 7200.0)
+    c.run(_job(2, 8, 1), [1], ckpt_s=NOW - 60.0)
+    c.run(_job(3, 8, 0), [2], ckpt_s=NOW - 3600.0)
+    rule = CheckpointAwareVictims(lowest_class_first=True)
+    # priority 0 admits a plan, so priority 1 is never searched: the cheaper of jobs 1 and 3
+    assert c.choose(rule, _job(9, 8, 2)) == VictimPlan(9, (2,), (3,), (), 31_200.0)
+    assert c.choose(CheckpointAwareVictims(), _job(9, 8, 2)) == VictimPlan(9, (1,), (2,), (), 2_880.0)
+    # a 16-GPU preemptor needs two whole nodes: priority 0 alone frees nodes 0 and 2
+    big = c.choose(rule, _job(9, 16, 2))
+    assert big is not None and set(big.evict) == {1, 3} and big.cost_gpu_s == 60_000.0 + 31_200.0
+
+
 def test_ours_moves_a_victim_that_fits_elsewhere_instead_of_killing_it():
     # each node has 4 GPUs free and one 4-GPU job: the 8-GPU preemptor is blocked.  Job 1
     # (4 x (600 + 300) = 3,600) is cheaper than job 2 (4 x (1800 + 300) = 8,400); the preemptor

@@ -20,17 +20,20 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   copy (victims unbound, moved jobs re-bound, the preemptor bound, every node one it may use)
   and executed only if that succeeds; killed victims are requeued like failed jobs (lost work
   counted as preemption), moved ones restart at once on their new nodes (counted as
-  migration).
+  preemption too: a move of a preemption plan is part of what it costs).
 * **Pooled spares.**  A recovering job that still finds no room may evict best-effort jobs that
   have a pod on a spare node: it is placed on a view without them, and exactly the evicted jobs
   with a pod on its chosen nodes are killed (counted as preemption).
 * **Accounting** over ``[measure_start_s, measure_end_s)``: GPUs in use (bound pods, restarts
   included), GPU-seconds lost by cause (``failure``, ``preemption``, ``migration``: the work
   thrown away, counted when it is thrown away inside the window) and restart GPU-seconds (the
-  part of each restart inside the window; a restart cut short gives back its unserved part);
+  part of each restart inside the window; a restart cut short gives back its unserved part),
+  each restart charged to the cause that made it (the kill before it, or the move);
   *goodput* = in use - lost - restarts.  Every job ends completed, running or queued.
 * **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``: nodes idle (no pod)
-  for ``idle_off_s`` while no job waits are powered off; when jobs wait, a blocked job first
+  for ``idle_off_s`` while no job waits are powered off, except a *warm pool* of
+  ``ceil(warm_fraction x nodes)`` idle nodes that stay on (the most recently idle; so an
+  arriving job seldom waits for provisioning); when jobs wait, a blocked job first
   asks the victim rule for a plan that only *moves* jobs (any priority) and takes it if it costs
   at most ``job GPUs x provision_s`` (what waiting for new nodes would cost), else nodes are
   powered on (the lowest-numbered off nodes, enough for the waiting jobs' GPUs beyond the free
@@ -76,8 +79,9 @@ _FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK = 0, 1, 2, 3, 4, 5  # order at eq
 class ElasticConfig:
     """Elastic mode's settings (module docstring)."""
 
-    tick_s: float = 300.0
+    tick_s: float = 60.0
     idle_off_s: float = 1800.0
+    warm_fraction: float = 0.05
     provision_s: float = 600.0
     drain_max_used_gpus: int = 2
     drain_max_cost_gpu_s: float = 2 * 3600.0
@@ -114,6 +118,7 @@ class Sim3Result:
     total_gpus: int
     lost_gpu_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
     restart_gpu_s: float = 0.0
+    restart_gpu_s_by_cause: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
     failures: int = 0
     jobs_killed_by_failure: int = 0
     restart_times_s: list[tuple[int, float]] = field(default_factory=list)  # (job GPUs, failure -> working)
@@ -189,6 +194,8 @@ class _Sim3:
         self.running: dict[int, Running] = {}
         self.suspended: dict[int, Running] = {}  # killed, waiting to restart from a checkpoint
         self.recovering: dict[int, float] = {}  # job id -> failure time, until it works again
+        self.kill_cause: dict[int, str] = {}  # suspended job -> why it was killed
+        self.restart_cause: dict[int, str] = {}  # job -> the cause its latest restart is charged to
         self.records = {
             j.job_id: Job3Record(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
         }
@@ -236,10 +243,16 @@ class _Sim3:
         if self._in_window():
             self.result.lost_gpu_s[cause] += job.gpu_share * lost_s
 
-    def _restart_waste(self, job: Job, sign: float, until_s: float) -> None:
+    def _restart_waste(self, job: Job, sign: float, until_s: float, cause: str | None = None) -> None:
+        """Charge (``sign`` 1) or give back (-1) the restart of ``job`` from now to ``until_s``
+        inside the window; ``cause`` starts a restart, a give-back uses the restart's own."""
+        if cause is not None:
+            self.restart_cause[job.job_id] = cause
         lo, hi = max(self.now, self.cfg.measure_start_s), min(until_s, self.cfg.measure_end_s)
         if hi > lo:
-            self.result.restart_gpu_s += sign * job.gpu_share * (hi - lo)
+            gpu_s = sign * job.gpu_share * (hi - lo)
+            self.result.restart_gpu_s += gpu_s
+            self.result.restart_gpu_s_by_cause[self.restart_cause[job.job_id]] += gpu_s
 
     # ---- job lifecycle ---------------------------------------------------------------------
     def _push_end(self, run: Running) -> None:
@@ -264,7 +277,7 @@ class _Sim3:
         else:
             run.work_start_s = self.now + self.cfg.restart_s
             run.token += 1
-            self._restart_waste(job, 1.0, run.work_start_s)
+            self._restart_waste(job, 1.0, run.work_start_s, self.kill_cause.pop(job.job_id))
         failed_at = self.recovering.pop(job.job_id, None)
         if failed_at is not None:
             self.result.restart_times_s.append((job.gpus, run.work_start_s - failed_at))
@@ -297,6 +310,7 @@ class _Sim3:
         self._lose(run.job, lost, cause)
         self.state.unbind(job_id)
         self.suspended[job_id] = run
+        self.kill_cause[job_id] = cause
         job = run.job
         self.queue[(-job.priority, job.submit_s, job.job_id)] = None
         rec = self.records.get(job_id)
@@ -305,14 +319,16 @@ class _Sim3:
         self.hash.update(f"K{job_id}@{self.now:.3f}:{cause}".encode())
         self.dirty = True
 
-    def _move(self, job_id: int, to_nodes: list[int]) -> None:
-        """Move a running job (already unbound) to ``to_nodes``: restart from its checkpoint."""
+    def _move(self, job_id: int, to_nodes: list[int], cause: str = "migration") -> None:
+        """Move a running job (already unbound) to ``to_nodes``: restart from its checkpoint.
+        Its lost work and restart are charged to ``cause`` (``preemption`` for the moves of a
+        preemption plan: they are part of what that preemption costs)."""
         run = self.running[job_id]
         if run.work_start_s > self.now:
             self._restart_waste(run.job, -1.0, run.work_start_s)
         lost = run.move(self.now, self.cfg.checkpoint_interval_s, self.cfg.restart_s)
-        self._lose(run.job, lost, "migration")
-        self._restart_waste(run.job, 1.0, run.work_start_s)
+        self._lose(run.job, lost, cause)
+        self._restart_waste(run.job, 1.0, run.work_start_s, cause)
         self._bind(run.job, to_nodes)
         self._push_end(run)
         self.result.moves += 1
@@ -350,9 +366,15 @@ class _Sim3:
         busy = np.array([bool(s) for s in self.state.node_jobs])
         self.idle_since[busy] = self.now
         if not self.queue:
-            idle = (
-                self.powered & ~self.off & ~self.down & ~busy & (self.now - self.idle_since >= e.idle_off_s)
-            )
+            on_idle = self.powered & ~self.off & ~self.down & ~busy
+            idle = on_idle & (self.now - self.idle_since >= e.idle_off_s)
+            keep = int(np.ceil(e.warm_fraction * self.topology.num_nodes))
+            if keep and idle.any():  # the warm pool: the most recently idle nodes stay on
+                cands = np.flatnonzero(idle)
+                spare_on = int(on_idle.sum()) - keep
+                order = cands[np.lexsort((cands, self.idle_since[cands]))]
+                idle = np.zeros_like(idle)
+                idle[order[: max(0, spare_on)]] = True
             if idle.any():
                 self.off[idle] = True
                 self.powered[idle] = False
@@ -518,7 +540,7 @@ class _Sim3:
         for m in plan.moves:
             self.state.unbind(m.job_id)
         for m in plan.moves:
-            self._move(m.job_id, list(m.to_nodes))
+            self._move(m.job_id, list(m.to_nodes), "preemption")
         self.result.preemptions += 1
         del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, list(plan.nodes))

@@ -91,7 +91,10 @@ class _Estimate:
 
 class CheckpointAwareVictims:
     """Our victim rule (module docstring).  ``across_levels``: compare the plans of every level
-    a gang's constraint allows and take the cheapest (default: the first level with a plan)."""
+    a gang's constraint allows and take the cheapest (default: the first level with a plan).
+    ``lowest_class_first``: look for a plan among the victims of the lowest priority first and
+    admit the next class only when there is none (a killed job of a middle class requeues and
+    may preempt in turn, so its cost repeats)."""
 
     name = "ours"
 
@@ -101,13 +104,33 @@ class CheckpointAwareVictims:
         full_plans: int = 4,
         lookahead: int = 4,
         across_levels: bool = False,
+        lowest_class_first: bool = False,
     ) -> None:
         self.max_candidates_per_node = max_candidates_per_node
         self.full_plans = full_plans
         self.lookahead = lookahead
         self.across_levels = across_levels
+        self.lowest_class_first = lowest_class_first
 
     def choose(
+        self,
+        state: GangState,
+        job: Job,
+        running: Mapping[int, RunningJob],
+        placer: GangPolicy,
+        now_s: float,
+        restart_s: float,
+    ) -> VictimPlan | None:
+        if not self.lowest_class_first:
+            return self._choose(state, job, running, placer, now_s, restart_s)
+        for top in sorted({r.job.priority for r in running.values() if r.job.priority < job.priority}):
+            subset = {j: r for j, r in running.items() if r.job.priority <= top}
+            plan = self._choose(state, job, subset, placer, now_s, restart_s)
+            if plan is not None:
+                return plan
+        return None
+
+    def _choose(
         self,
         state: GangState,
         job: Job,

@@ -3,13 +3,13 @@ with 95 % CIs (Student t over the pairs), the issue's bars, a chart per study an
 
 The bars (issue 19), each computed on the runs of this report only:
 
-* preemption: ``ours`` loses at least 30 % fewer GPU-hours to preemption than ``kube`` (total
-  over the runs; the paired CI of the per-run difference is shown) while the production class's
-  p95 wait (mean over runs) stays within 5 % of ``kube``'s (or within 60 s when both are short:
-  a relative test on waits of a few seconds says nothing);
-* spares: the better pooled variant reaches at least +5 pp goodput over ``dedicated`` with the
-  CI above 0, and its p95 restart time of failed gangs (mean over the runs that had any) is no
-  worse than ``dedicated``'s;
+* preemption: ``ours`` loses at least 30 % fewer GPU-hours to preemption (work thrown away
+  plus the victims' restarts) than ``kube`` (total over the runs; the paired CI of the per-run difference is shown) while the production class's
+  p95 wait (mean over runs) stays within 5 % of ``kube``'s;
+* spares: the pooled variant named by :attr:`Suite3Config.pooled_variant` (chosen on the tuning
+  windows, never by the runs being judged) reaches at least +5 pp goodput over ``dedicated``
+  with the CI above 0, and its p95 restart time of failed gangs (mean over the runs that had
+  any) is no worse than ``dedicated``'s;
 * elastic: ``elastic`` serves the jobs with fewer node-hours than ``fixed-peak`` (mean paired
   difference and CI below 0), with as many or fewer jobs pending at the end;
 * time: the whole suite within 45 minutes.
@@ -34,6 +34,7 @@ __all__ = ["Bar3", "bars", "markdown", "write_report"]
 STUDY_METRICS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "preemption": (
         ("lost_preemption_gpu_h", "lost to preemption GPU-h", 1),
+        ("restart_preemption_gpu_h", "of which restarts GPU-h", 1),
         ("lost_migration_gpu_h", "lost to moves GPU-h", 1),
         ("preempted_jobs", "jobs killed", 1),
         ("moves", "jobs moved", 1),
@@ -110,7 +111,7 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         d = paired(ours, kube).diff
         wo = _nanmean(values(runs, "ours", "wait_p95_s_production"))
         wk = _nanmean(values(runs, "kube", "wait_p95_s_production"))
-        wait_ok = wo <= 1.05 * wk or wo - wk <= 60.0
+        wait_ok = wo <= 1.05 * wk
         out.append(
             Bar3(
                 "checkpoint-aware preemption loses >= 30 % fewer GPU-h than kube default, production p95 wait within 5 %",
@@ -119,9 +120,8 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
                 f"{d.mean:+.2f} [{d.low:+.2f}, {d.high:+.2f}]); production p95 wait {wo:,.0f} s vs {wk:,.0f} s",
             )
         )
-    pooled = [v for v in ("pooled-leaf", "pooled-cluster") if v in ran]
-    if pooled and "dedicated" in ran:
-        best = max(pooled, key=lambda v: _nanmean(values(runs, v, "goodput_pct")))
+    if cfg.pooled_variant in ran and "dedicated" in ran:
+        best = cfg.pooled_variant
         d = paired(values(runs, best, "goodput_pct"), values(runs, "dedicated", "goodput_pct")).diff
         rb = _nanmean(values(runs, best, "restart_gang_p95_s"))
         rd = _nanmean(values(runs, "dedicated", "restart_gang_p95_s"))

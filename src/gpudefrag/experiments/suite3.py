@@ -72,7 +72,9 @@ def _victim_rule(name: str | None) -> VictimRule | None:
         return KubeDefaultVictims()
     if name == "kai":
         return KaiVictims()
-    return CheckpointAwareVictims()
+    # the lowest class first: chosen on the tuning windows (a killed research job requeues and
+    # preempts best-effort work in turn, so a cheap research victim costs twice)
+    return CheckpointAwareVictims(lowest_class_first=True)
 
 
 def _seed(window: str, seed: int, salt: str) -> int:

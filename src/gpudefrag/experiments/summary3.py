@@ -3,7 +3,9 @@
 * ``goodput_pct``: useful GPU time (in use, less work thrown away and restarts) in % of the
   cluster's GPU capacity (every node, spares and down nodes included); ``alloc_pct``: GPUs in
   use in %;
-* ``lost_<cause>_gpu_h`` for failure, preemption and migration, ``restart_gpu_h``;
+* ``lost_<cause>_gpu_h`` for failure, preemption and migration: the work thrown away
+  (``lost_work_<cause>_gpu_h``) plus the restarts that cause made (``restart_<cause>_gpu_h``);
+  ``restart_gpu_h``, every restart;
 * ``restart_gang_p50_s`` / ``restart_gang_p95_s``: from a failure to the moment a failed
   multi-node gang works again (``restart_all_*`` over every failed job); restarts that did not
   happen before the end are not in these (``failed_not_restarted`` counts them);
@@ -36,7 +38,10 @@ def summarise3(result: Sim3Result, gpus_per_node: int) -> dict[str, float]:
         "restart_gpu_h": result.restart_gpu_s / 3600.0,
     }
     for cause in CAUSES:
-        out[f"lost_{cause}_gpu_h"] = result.lost_gpu_s[cause] / 3600.0
+        work, restarts = result.lost_gpu_s[cause] / 3600.0, result.restart_gpu_s_by_cause[cause] / 3600.0
+        out[f"lost_work_{cause}_gpu_h"] = work
+        out[f"restart_{cause}_gpu_h"] = restarts
+        out[f"lost_{cause}_gpu_h"] = work + restarts
     gang = [t for g, t in result.restart_times_s if g > gpus_per_node]
     every = [t for _, t in result.restart_times_s]
     out["restart_gang_p50_s"] = _pct(gang, 50)
