@@ -30,7 +30,8 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   part of each restart inside the window; a restart cut short gives back its unserved part),
   each restart charged to the cause that made it (the kill before it, or the move);
   *goodput* = in use - lost - restarts.  Every job ends completed, running or queued.
-* **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``: nodes idle (no pod)
+* **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``, after that time's
+  events and scheduling pass: nodes idle (no pod)
   for ``idle_off_s`` while no job waits are powered off, except a *warm pool* of
   ``ceil(warm_fraction x nodes)`` idle nodes that stay on (the most recently idle; so an
   arriving job seldom waits for provisioning); when jobs wait, a blocked job first
@@ -39,7 +40,7 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   powered on (the lowest-numbered off nodes, enough for the waiting jobs' GPUs beyond the free
   ones), each usable ``provision_s`` later; and nodes with at most ``drain_max_used_gpus`` GPUs
   in use whose jobs can all move elsewhere at a cost of at most ``drain_max_cost_gpu_s`` are
-  drained (moves priced by checkpoints) so that they fall idle.  Node-hours count every node
+  drained (moves priced by checkpoints) and powered off at once.  Node-hours count every node
   that is on or being provisioned.
 * The invariants of :mod:`gpudefrag.gangs.invariants` are checked for every job bound and, with
   ``check_every_event``, on the whole state after every event, plus: no pod on a down node.
@@ -415,14 +416,21 @@ class _Sim3:
         return True
 
     def _power_on(self) -> None:
+        """Power on nodes for the waiting jobs (each blocked after the pass): a pod of whole GPUs
+        gets a node of its own, sharing pods share nodes by their GPU shares; nodes already
+        provisioning count.  (Free GPUs scattered over busy nodes do not: they did not serve.)"""
         e = self.cfg.elastic
         assert e is not None
         gpn = self.topology.max_gpus_per_node
-        usable = ~self.down & ~self.off
-        free = float(self.state.free_milli[usable].sum()) / 1000.0
         provisioning = int((self.powered & self.off).sum())
-        need = sum(self.jobs[k[2]].gpu_share for k in sorted(self.queue)) - free - provisioning * gpn
-        count = int(np.ceil(need / gpn)) if need > 0 else 0
+        whole_pods, shared = 0, 0.0
+        for k in self.queue:
+            job = self.jobs[k[2]]
+            if job.is_sharing:
+                shared += job.gpu_share
+            else:
+                whole_pods += len(self.state.pods_of(job))
+        count = max(0, whole_pods + int(np.ceil(shared / gpn)) - provisioning)
         candidates = np.flatnonzero(~self.powered & ~self.down)[:count]
         for node in candidates:
             self.powered[node] = True
@@ -465,6 +473,12 @@ class _Sim3:
             for j, dest in moves:
                 self._move(j, dest)
             self.result.drains += 1
+            # released at once, as a consolidation deletes the node it emptied: left on, an
+            # empty node would take the next job and be drained again
+            self.off[node] = True
+            self.powered[node] = False
+            self.result.powered_off += 1
+            self.hash.update(f"D{int(node)}@{self.now:.3f}".encode())
 
     # ---- scheduling ------------------------------------------------------------------------
     def _running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningJob]:
@@ -636,6 +650,7 @@ class _Sim3:
             self.now = t
             if t >= cfg.measure_end_s:
                 break
+            tick = False
             while self.events and self.events[0][0] == t:
                 _, kind, _, who, token = heapq.heappop(self.events)
                 if kind == _FAIL:
@@ -645,7 +660,7 @@ class _Sim3:
                 elif kind == _POWERED:
                     self._powered_on(who)
                 elif kind == _TICK:
-                    self._tick()
+                    tick = True
                 elif kind == _ARRIVE:
                     job = self.jobs[who]
                     self.queue[(-job.priority, job.submit_s, job.job_id)] = None
@@ -656,6 +671,12 @@ class _Sim3:
                 if not self.dirty:
                     break
                 self._pass()
+            if tick:  # elastic decisions see the queue the pass left: the jobs really blocked
+                self._tick()
+                for _ in range(8):
+                    if not self.dirty:
+                        break
+                    self._pass()
             if cfg.check_every_event:
                 self._check()
             snap = snapshot(self.state)
