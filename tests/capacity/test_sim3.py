@@ -171,3 +171,41 @@ def test_the_warm_pool_keeps_idle_nodes_on_so_new_work_starts_at_once():
     assert (cold.powered_off, cold.powered_on) == (10, 2) and (warm.powered_off, warm.powered_on) == (6, 0)
     # the two warm nodes cost node-hours: on from 2.5 h (idle_off_s after the jobs end) to 30 h
     assert warm.node_hours > cold.node_hours
+
+
+def test_a_failed_gang_keeps_its_healthy_nodes_until_it_restarts():
+    # three nodes: gang G (16 GPUs) on two of them, X on the third; W (8 GPUs) waits for room.
+    # Node 0 fails at 1 h and is repaired at 2 h.
+    topo = superpod(3, 3)
+    g = Job(1, 0.0, 10 * H, 16, priority=PRODUCTION)
+    x = Job(2, 0.0, 20 * H, 8)
+    w = Job(3, 0.5 * H, 5 * H, 8)
+    outages = [Outage(H, 0, 2 * H, False)]
+    starts = {}
+    for hold in (3600.0, 0.0):
+        cfg = Sim3Config(0.0, 40 * H, hold_failed_gang_s=hold, check_every_event=True)
+        r = simulate3(topo, [g, x, w], _policy([g, x, w]), cfg, outages)
+        assert r.records[0].kills == 1
+        starts[hold] = {rec.job.job_id: rec.start_s for rec in r.records}, r.restart_times_s
+    (held_start, held_restart), (free_start, free_restart) = starts[3600.0], starts[0.0]
+    # held: W does not take G's healthy node; G restarts on it and node 0 once repaired (2 h)
+    assert held_restart == [(16, pytest.approx(H + 300.0))] and held_start[3] > 2 * H
+    # not held: W takes the healthy node at 1 h, and G waits for W to end (1 h + 5 h)
+    assert free_start[3] == pytest.approx(H) and free_restart == [(16, pytest.approx(5 * H + 300.0))]
+
+
+def test_the_spare_role_moves_to_the_repaired_node_after_a_failed_gang_takes_a_spare():
+    # dedicated reserve: node 2 of three.  G (16 GPUs) on nodes 0 and 1; node 0 fails at 1 h,
+    # repaired at 5 h.  G restarts at once on node 1 (held) and the spare; node 0, once
+    # repaired, becomes the spare, so a regular job R arriving at 6 h cannot use it.
+    topo = superpod(3, 3)
+    spares = np.array([False, False, True])
+    g = Job(1, 0.0, 10 * H, 16, priority=PRODUCTION)
+    rr = Job(2, 6 * H, H, 8, priority=PRODUCTION)
+    outages = [Outage(H, 0, 5 * H, False)]
+    cfg = Sim3Config(0.0, 40 * H, spare_policy="dedicated", check_every_event=True)
+    r = simulate3(topo, [g, rr], _policy([g, rr]), cfg, outages, spares)
+    assert r.restart_times_s == [(16, pytest.approx(300.0))]
+    assert r.spare_swaps == 1
+    g_end = r.records[0].end_s
+    assert g_end is not None and r.records[1].start_s == pytest.approx(g_end)  # R waited for G

@@ -10,7 +10,10 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
 * **Failures** (:mod:`gpudefrag.capacity.failures`).  When a node fails, every job with a pod on
   it is killed: it loses the work since its last checkpoint, frees all its nodes (a gang loses
   every member) and goes back to the queue as *recovering* with the work up to that checkpoint
-  saved.  The node serves nothing until its repair time.
+  saved.  The node serves nothing until its repair time.  A failed gang's healthy nodes are
+  *held* for its restart (no other job may use them) until it starts again or
+  ``hold_failed_gang_s`` pass, as a training job keeps its allocation while a spare replaces the
+  broken node.
 * **Restarts.**  A job killed (by a failure or a preemption) or moved holds its new nodes for
   ``restart_s`` before its work resumes from the checkpoint; its *restart time* after a failure
   is from the failure to that moment.
@@ -24,6 +27,11 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
 * **Pooled spares.**  A recovering job that still finds no room may evict best-effort jobs that
   have a pod on a spare node: it is placed on a view without them, and exactly the evicted jobs
   with a pod on its chosen nodes are killed (counted as preemption).
+* **The spare role moves.**  A spare node that a recovering job starts on becomes a regular
+  node, and a wholly free, up node takes the spare role in its place (in the same leaf for the
+  spread reserves, else anywhere; when none is free, the first that frees up or comes back from
+  repair), so the reserve keeps its size instead of filling with restarted work, as an operator
+  swaps a spare in and sends the broken node to repair.
 * **Accounting** over ``[measure_start_s, measure_end_s)``: GPUs in use (bound pods, restarts
   included), GPU-seconds lost by cause (``failure``, ``preemption``, ``migration``: the work
   thrown away, counted when it is thrown away inside the window) and restart GPU-seconds (the
@@ -97,6 +105,7 @@ class Sim3Config:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     spare_policy: str = "none"
+    hold_failed_gang_s: float = 3600.0
     check_every_event: bool = False
     elastic: ElasticConfig | None = None
 
@@ -133,6 +142,7 @@ class Sim3Result:
     powered_on: int = 0
     powered_off: int = 0
     drains: int = 0
+    spare_swaps: int = 0  # nodes given the spare role in place of spares a failed job took
     wall_s: float = 0.0
     event_hash: str = ""
     pending_at_end: int = 0
@@ -176,7 +186,15 @@ class _Sim3:
         self.off = np.zeros(n, dtype=bool)  # powered off or still provisioning (elastic mode)
         self.powered = np.ones(n, dtype=bool)  # billed: on or provisioning
         self.idle_since = np.zeros(n, dtype=np.float64)
-        self.spare = spares.astype(bool)
+        self.spare = spares.astype(bool)  # the spare role: moves when a recovering job takes a spare
+        self.spare_debt: list[int] = []  # domains owed a spare node (see _replenish)
+        self.held: dict[int, tuple[list[int], float]] = {}  # failed gang -> (its healthy nodes, until)
+        self.held_mask = np.zeros(n, dtype=bool)
+        self.spare_version = 0
+        spread = cfg.spare_policy in ("dedicated", "pooled-leaf") and bool(topology.levels)
+        self._spare_domain = (
+            topology.domains(0).astype(np.int64) if spread else np.zeros(n, dtype=np.int64)
+        )
         self.jobs = {j.job_id: j for j in jobs}
         self.events: list[tuple[float, int, int, int, int]] = []
         for seq, job in enumerate(jobs):
@@ -207,7 +225,7 @@ class _Sim3:
         self.dirty = True
         self._views: dict[bytes, GangState] = {}
         self._views_version = -1
-        self._maxima: dict[tuple[bool, bool], tuple[int, int, int, int]] = {}
+        self._maxima: dict[tuple[bool, bool, int], tuple[tuple[int, int], int, int, int]] = {}
         self._running_cache: dict[tuple[bytes, int], dict[int, RunningJob]] = {}
         self._running_stamp: tuple[int, float] = (-1, -1.0)
 
@@ -215,6 +233,12 @@ class _Sim3:
     def allowed(self, job: Job) -> BoolArray:
         """Nodes ``job`` may use now."""
         ok = ~self.down & ~self.off
+        if self.held:
+            own = np.zeros_like(ok)
+            hold = self.held.get(job.job_id)
+            if hold is not None:
+                own[hold[0]] = True
+            ok &= ~self.held_mask | own
         if self.spare.any() and not may_use_spares(
             self.cfg.spare_policy, job.job_id in self.recovering, job.priority == BEST_EFFORT
         ):
@@ -285,6 +309,56 @@ class _Sim3:
         self.running[job.job_id] = run
         self._push_end(run)
         self.hash.update(f"S{job.job_id}@{self.now:.3f}:{nodes}".encode())
+        if failed_at is not None:
+            self._release(job.job_id)
+            self._take_spares(nodes)
+
+    def _release(self, job_id: int) -> None:
+        """End the hold on a failed gang's healthy nodes (it restarted, or the hold expired)."""
+        hold = self.held.pop(job_id, None)
+        if hold is not None:
+            self.held_mask[hold[0]] = False
+            self.spare_version += 1
+            self.dirty = True
+
+    # ---- the spare pool --------------------------------------------------------------------
+    def _take_spares(self, nodes: list[int]) -> None:
+        """A recovering job started on spare nodes: they become regular nodes, and as many
+        wholly free nodes take the spare role in their place (:meth:`_replenish`)."""
+        taken = [n for n in dict.fromkeys(nodes) if self.spare[n]]
+        if not taken:
+            return
+        for n in taken:
+            self.spare[n] = False
+            self.spare_debt.append(int(self._spare_domain[n]))
+        self.spare_version += 1
+        self._replenish()
+
+    def _replenish(self) -> None:
+        """Give the spare role to wholly free, up and powered nodes, one per node owed: in the
+        owed node's domain (the leaf, for the spread reserves) when one is free there, else
+        anywhere; the highest-numbered first.  What cannot be paid now waits for a node to
+        free up or come back from repair."""
+        if not self.spare_debt:
+            return
+        gpn = self.topology.gpus_per_node
+        free = (self.state.free_gpus == gpn) & ~self.down & ~self.off & ~self.spare
+        owed: list[int] = []
+        for dom in self.spare_debt:
+            cands = np.flatnonzero(free & (self._spare_domain == dom))
+            if cands.size == 0:
+                cands = np.flatnonzero(free)
+            if cands.size == 0:
+                owed.append(dom)
+                continue
+            node = int(cands[-1])
+            free[node] = False
+            self.spare[node] = True
+            self.result.spare_swaps += 1
+            self.hash.update(f"P{node}@{self.now:.3f}".encode())
+        if len(owed) != len(self.spare_debt):
+            self.spare_version += 1
+        self.spare_debt = owed
 
     def _end(self, job_id: int, token: int) -> None:
         run = self.running.get(job_id)
@@ -297,6 +371,7 @@ class _Sim3:
             rec.end_s = self.now
         self.result.completed += 1
         self.dirty = True
+        self._replenish()
 
     def _kill(self, job_id: int, cause: str) -> None:
         """Evict a running job: it loses the work since its last checkpoint and is requeued."""
@@ -343,15 +418,23 @@ class _Sim3:
         self.result.failures += 1
         self.down[node] = True
         for job_id in sorted(self.state.node_jobs[node]):
+            nodes = sorted({p.node for p in self.state.placements[job_id]})
             self._kill(job_id, "failure")
             self.recovering.setdefault(job_id, self.now)
             self.result.jobs_killed_by_failure += 1
+            healthy = [n for n in nodes if not self.down[n] and not self.held_mask[n]]
+            if len(nodes) > 1 and healthy and self.cfg.hold_failed_gang_s > 0:
+                self._release(job_id)
+                self.held[job_id] = (healthy, self.now + self.cfg.hold_failed_gang_s)
+                self.held_mask[healthy] = True
+                self.spare_version += 1
         self.hash.update(f"F{node}@{self.now:.3f}".encode())
         self.dirty = True
 
     def _repair(self, node: int) -> None:
         self.down[node] = False
         self.dirty = True
+        self._replenish()
 
     # ---- elastic mode ----------------------------------------------------------------------
     def _powered_on(self, node: int) -> None:
@@ -367,7 +450,7 @@ class _Sim3:
         busy = np.array([bool(s) for s in self.state.node_jobs])
         self.idle_since[busy] = self.now
         if not self.queue:
-            on_idle = self.powered & ~self.off & ~self.down & ~busy
+            on_idle = self.powered & ~self.off & ~self.down & ~busy & ~self.held_mask
             idle = on_idle & (self.now - self.idle_since >= e.idle_off_s)
             keep = int(np.ceil(e.warm_fraction * self.topology.num_nodes))
             if keep and idle.any():  # the warm pool: the most recently idle nodes stay on
@@ -587,15 +670,15 @@ class _Sim3:
         self._start(job, nodes)
         return True
 
-    def _fits_somewhere(self, job: Job, allowed: BoolArray, flags: tuple[bool, bool]) -> bool:
+    def _fits_somewhere(self, job: Job, allowed: BoolArray, flags: tuple[bool, bool, int]) -> bool:
         """A necessary condition for placing ``job`` on its view: a node with room for its
         largest pod (or, for a sharing pod, a GPU with its milli free) and, for a gang, as
         many free GPUs in all.  Read from maxima kept per view until the state changes."""
         cached = self._maxima.get(flags)
-        if cached is None or cached[0] != self.state.version:
+        if cached is None or cached[0] != (self.state.version, self.spare_version):
             view = self.view(allowed)
             cached = (
-                self.state.version,
+                (self.state.version, self.spare_version),
                 int(view.free_gpus.max(initial=0)),
                 int(view.free_milli.max(initial=0)),
                 int(view.free_gpus.sum()),
@@ -611,21 +694,23 @@ class _Sim3:
         """Try every queued job in key order (module docstring); a job whose shape, priority and
         recovery status were already refused in this pass is skipped."""
         self.dirty = False
+        for job_id in [j for j, (_, until) in self.held.items() if until <= self.now]:
+            self._release(job_id)
         refused: set[tuple[object, ...]] = set()
-        masks: dict[tuple[bool, bool], BoolArray] = {}
+        masks: dict[tuple[bool, bool, int, int], BoolArray] = {}
         self._maxima = {}
         for key in sorted(self.queue):
             if key not in self.queue:  # started by an earlier step of this pass
                 continue
             job = self.jobs[key[2]]
             recovering = job.job_id in self.recovering
-            shape = (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint, job.priority, recovering)
+            flags = (recovering, job.priority == BEST_EFFORT, job.job_id if job.job_id in self.held else -1)
+            shape = (tuple(self.state.pods_of(job)), job.gpu_milli, job.constraint, job.priority, *flags)
             if shape in refused:
                 continue
-            flags = (recovering, job.priority == BEST_EFFORT)
-            allowed = masks.get(flags)
+            allowed = masks.get((*flags, self.spare_version))
             if allowed is None:
-                allowed = masks[flags] = self.allowed(job)
+                allowed = masks[(*flags, self.spare_version)] = self.allowed(job)
             if self._fits_somewhere(job, allowed, flags):
                 nodes = self.policy.place(self.view(allowed), job)
                 if nodes is not None:

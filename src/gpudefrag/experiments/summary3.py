@@ -70,6 +70,7 @@ def summarise3(result: Sim3Result, gpus_per_node: int) -> dict[str, float]:
         "running_at_end",
         "plans_refused",
         "drains",
+        "spare_swaps",
     ):
         out[key] = float(getattr(result, key))
     out["jobs"] = float(len(result.records))
