@@ -192,9 +192,7 @@ class _Sim3:
         self.held_mask = np.zeros(n, dtype=bool)
         self.spare_version = 0
         spread = cfg.spare_policy in ("dedicated", "pooled-leaf") and bool(topology.levels)
-        self._spare_domain = (
-            topology.domains(0).astype(np.int64) if spread else np.zeros(n, dtype=np.int64)
-        )
+        self._spare_domain = topology.domains(0).astype(np.int64) if spread else np.zeros(n, dtype=np.int64)
         self.jobs = {j.job_id: j for j in jobs}
         self.events: list[tuple[float, int, int, int, int]] = []
         for seq, job in enumerate(jobs):
