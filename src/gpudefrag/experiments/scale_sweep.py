@@ -20,6 +20,7 @@ import csv
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -156,6 +157,28 @@ def write_csv(rows: list[SweepRow], path: Path) -> Path:
     return path
 
 
+def _panel(ax: Any, series: dict[str, list[tuple[int, float, float]]], ylabel: str, title: str) -> None:
+    """One log-log panel: per series, p99 (solid) and p50 (dashed, same colour) against GPUs."""
+    for name, points in series.items():
+        gpus = [p[0] for p in points]
+        (line,) = ax.plot(gpus, [p[2] for p in points], marker="o", label=f"{name} p99")
+        ax.plot(
+            gpus,
+            [p[1] for p in points],
+            marker=".",
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{name} p50",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("cluster size (GPUs)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def write_chart(rows: list[SweepRow], path: Path) -> Path:
     """p50 (dashed) and p99 (solid) decision latency against GPUs, log-log, one colour per
     (policy, mode); gangs (when swept) in a second panel, one colour per gang size."""
@@ -166,38 +189,17 @@ def write_chart(rows: list[SweepRow], path: Path) -> Path:
 
     gangs = _gang_points(rows)
     fig, axes = plt.subplots(1, 2 if gangs else 1, figsize=(14 if gangs else 8, 5), squeeze=False)
-    ax = axes[0][0]
-    for (policy, mode), points in _pooled(rows).items():
-        gpus = [p[0] for p in points]
-        (line,) = ax.plot(gpus, [p[2] for p in points], marker="o", label=f"{policy} {mode} p99")
-        ax.plot(
-            gpus,
-            [p[1] for p in points],
-            marker=".",
-            linestyle="--",
-            color=line.get_color(),
-            label=f"{policy} {mode} p50",
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("cluster size (GPUs)")
-    ax.set_ylabel("decision latency per pod (ms)")
-    ax.set_title("Single-pod decision latency against cluster size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    pods = {f"{policy} {mode}": points for (policy, mode), points in _pooled(rows).items()}
+    _panel(
+        axes[0][0], pods, "decision latency per pod (ms)", "Single-pod decision latency against cluster size"
+    )
     if gangs:
-        gx = axes[0][1]
-        for label, points in gangs.items():
-            gpus = [p[0] for p in points]
-            (line,) = gx.plot(gpus, [p[2] for p in points], marker="o", label=f"gang of {label} p99")
-            gx.plot(gpus, [p[1] for p in points], marker=".", linestyle="--", color=line.get_color())
-        gx.set_xscale("log")
-        gx.set_yscale("log")
-        gx.set_xlabel("cluster size (GPUs)")
-        gx.set_ylabel("gang placement latency (ms; dashed: p50)")
-        gx.set_title("Gang placement latency (ours, required level) against cluster size")
-        gx.grid(True, which="both", alpha=0.3)
-        gx.legend(fontsize=8)
+        _panel(
+            axes[0][1],
+            {f"gang of {label}": points for label, points in gangs.items()},
+            "gang placement latency (ms)",
+            "Gang placement latency (ours, required level) against cluster size",
+        )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.png")
