@@ -18,7 +18,12 @@ from gpudefrag.errors import ConfigError
 
 __all__ = ["add_suite2_command", "cmd_suite_2"]
 
-FOLDERS = {"tuning": "suite2-tuning", "report": "suite2", "confirmation": "suite2-confirmation"}
+FOLDERS = {
+    "tuning": "suite2-tuning",
+    "report": "suite2",
+    "confirmation": "suite2-confirmation",
+    "confirmation-2": "suite2-confirmation-2",
+}
 
 
 def _csv(text: str) -> list[str]:
@@ -106,7 +111,7 @@ def add_suite2_command(suites) -> None:
     s2.add_argument(
         "--windows",
         default="tuning",
-        help="tuning (default), report or confirmation (both spent), or window names",
+        help="tuning (default), report or confirmation (both spent), confirmation-2 (never run), or window names",
     )
     s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
     s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")

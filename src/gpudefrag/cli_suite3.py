@@ -17,7 +17,12 @@ from gpudefrag.errors import ConfigError
 
 __all__ = ["add_suite3_command", "cmd_suite_3"]
 
-FOLDERS = {"tuning": "suite3-tuning", "report": "suite3", "confirmation": "suite3-confirmation"}
+FOLDERS = {
+    "tuning": "suite3-tuning",
+    "report": "suite3",
+    "confirmation": "suite3-confirmation",
+    "confirmation-2": "suite3-confirmation-2",
+}
 
 
 def _seeds(text: str) -> list[int]:
@@ -70,7 +75,11 @@ def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
         "best-effort backfill) and elastic nodes; paired by (window, seed).  Tune on the tuning "
         "windows (runs/suite3-tuning/); run the report windows once, at the end (runs/suite3/).",
     )
-    s3.add_argument("--windows", default="tuning", help="tuning (default), report, or window names")
+    s3.add_argument(
+        "--windows",
+        default="tuning",
+        help="tuning (default), report or confirmation (both spent), confirmation-2 (never run), or window names",
+    )
     s3.add_argument("--seeds", type=_seeds, default=[1, 2], help="failure and class seeds (default 1,2)")
     s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
     s3.add_argument(

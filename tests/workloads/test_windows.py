@@ -17,6 +17,7 @@ from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.openb import PodTable
 from gpudefrag.workloads.windows import (
     CONFIRMATION,
+    CONFIRMATION_2,
     DAY_S,
     MIX_SUFFIX,
     REPORT,
@@ -213,14 +214,18 @@ def test_mixed_workload_real_share():
 def test_suite_split_is_fixed_and_complete():
     names = [w.name for w in WINDOWS]
     assert len(names) >= 8 and len(set(names)) == len(names)
-    assert len(TUNING) == 5 and not set(TUNING) & set(REPORT)
-    assert not (set(TUNING) | set(REPORT)) & set(CONFIRMATION)
-    every = set(TUNING) | set(REPORT) | set(CONFIRMATION)
+    sets = (TUNING, REPORT, CONFIRMATION, CONFIRMATION_2)
+    assert len(TUNING) == 5
+    for i, a in enumerate(sets):  # the sets never share a window
+        for b in sets[i + 1 :]:
+            assert not set(a) & set(b)
+    every = set().union(*sets)
     plain = {n for n in every if not n.endswith(MIX_SUFFIX)}
     mixed = {n[: -len(MIX_SUFFIX)] for n in every if n.endswith(MIX_SUFFIX)}
-    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1", "itp04-w4"}
+    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1", "itp04-w4", "itp04-w6"}
     assert "itp04-w2-mix" in TUNING and "itp04-w1-mix" in REPORT and "itp04-w4-mix" in CONFIRMATION
-    for part in (TUNING, REPORT, CONFIRMATION):
+    assert "itp04-w6-mix" in CONFIRMATION_2
+    for part in sets:
         traces = {window(n).trace for n in part}
         assert {"itp_cluster04", "philly"} <= traces
     assert {w.trace for w in WINDOWS} >= {"itp_cluster04", "philly", "itp_cluster03"}

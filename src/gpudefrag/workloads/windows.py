@@ -46,6 +46,7 @@ from gpudefrag.workloads.philly import PHILLY_DATASET, load_philly
 
 __all__ = [
     "CONFIRMATION",
+    "CONFIRMATION_2",
     "DAY_S",
     "MIX_MEAN_DURATION_S",
     "REPORT",
@@ -312,12 +313,12 @@ SUITE_SCALES = (1.0, 1.25, 1.5)
 #: named ``<prefix>-w1`` (busiest), ``-w2``, … ITP cluster04 has the most multi-node gangs,
 #: Philly is the second trace, clusters 01/02/03/06 are the other ITP clusters with gangs.
 SUITE_PLAN: tuple[tuple[str, str, int], ...] = (
-    ("itp04", "itp_cluster04", 5),
-    ("philly", "philly", 5),
+    ("itp04", "itp_cluster04", 6),
+    ("philly", "philly", 7),
     ("itp01", "itp_cluster01", 1),
-    ("itp02", "itp_cluster02", 2),
-    ("itp03", "itp_cluster03", 2),
-    ("itp06", "itp_cluster06", 1),
+    ("itp02", "itp_cluster02", 3),
+    ("itp03", "itp_cluster03", 3),
+    ("itp06", "itp_cluster06", 2),
 )
 
 
@@ -353,17 +354,23 @@ WINDOWS: tuple[Window, ...] = (
     Window("itp_cluster04", 345600.0, 950400.0, 103127.23333333334, "itp04-w3"),
     Window("itp_cluster04", 3974400.0, 4579200.0, 89282.13138888888, "itp04-w4"),
     Window("itp_cluster04", 950400.0, 1555200.0, 84104.44583333333, "itp04-w5"),
+    Window("itp_cluster04", 3369600.0, 3974400.0, 59317.925833333335, "itp04-w6"),
     Window("philly", 4147200.0, 4752000.0, 133518.62416666668, "philly-w1"),
     Window("philly", 1555200.0, 2160000.0, 120796.90472222223, "philly-w2"),
     Window("philly", 2332800.0, 2937600.0, 102357.87, "philly-w3"),
     Window("philly", 3456000.0, 4060800.0, 102072.24083333333, "philly-w4"),
     Window("philly", 4924800.0, 5529600.0, 78897.54083333333, "philly-w5"),
+    Window("philly", 7430400.0, 8035200.0, 72856.83833333333, "philly-w6"),
+    Window("philly", 5529600.0, 6134400.0, 67377.47416666667, "philly-w7"),
     Window("itp_cluster01", 2246400.0, 2851200.0, 8147.4275, "itp01-w1"),
     Window("itp_cluster02", 2160000.0, 2764800.0, 27117.378333333334, "itp02-w1"),
     Window("itp_cluster02", 3974400.0, 4579200.0, 21715.059166666666, "itp02-w2"),
+    Window("itp_cluster02", 3196800.0, 3801600.0, 14360.493611111111, "itp02-w3"),
     Window("itp_cluster03", 3801600.0, 4406400.0, 40687.991944444446, "itp03-w1"),
     Window("itp_cluster03", 2764800.0, 3369600.0, 29634.434444444443, "itp03-w2"),
+    Window("itp_cluster03", 1987200.0, 2592000.0, 18842.84527777778, "itp03-w3"),
     Window("itp_cluster06", 2160000.0, 2764800.0, 32944.44055555556, "itp06-w1"),
+    Window("itp_cluster06", 4060800.0, 4665600.0, 17784.923055555555, "itp06-w2"),
 )
 
 #: Fixed split (do not move windows between the sets once results exist): TUNING windows may be
@@ -395,7 +402,18 @@ CONFIRMATION: tuple[str, ...] = (
     "itp03-w2",
     "itp04-w4-mix",
 )
-SPLITS.update(tuning=TUNING, report=REPORT, confirmation=CONFIRMATION)
+#: Picked on 2026-12-02, after every other set was spent, from the next-busiest weeks of the same
+#: traces (less busy than the others); never run.
+CONFIRMATION_2: tuple[str, ...] = (
+    "itp04-w6",
+    "philly-w6",
+    "philly-w7",
+    "itp02-w3",
+    "itp03-w3",
+    "itp06-w2",
+    "itp04-w6-mix",
+)
+SPLITS.update(tuning=TUNING, report=REPORT, confirmation=CONFIRMATION, **{"confirmation-2": CONFIRMATION_2})
 
 
 MIX_SUFFIX = "-mix"
