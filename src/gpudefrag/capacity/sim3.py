@@ -39,14 +39,14 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   each restart charged to the cause that made it (the kill before it, or the move);
   *goodput* = in use - lost - restarts.  Every job ends completed, running or queued.
 * **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``, after that time's
-  events and scheduling pass: nodes idle (no pod)
-  for ``idle_off_s`` while no job waits are powered off, except a *warm pool* of
+  events and scheduling pass: nodes idle (no pod) for ``idle_off_s`` while no job waits are
+  powered off, except a *warm pool* of
   ``ceil(warm_fraction x nodes)`` idle nodes that stay on (the most recently idle; so an
   arriving job seldom waits for provisioning); when jobs wait, a blocked job first
   asks the victim rule for a plan that only *moves* jobs (any priority) and takes it if it costs
   at most ``job GPUs x provision_s`` (what waiting for new nodes would cost), else nodes are
-  powered on (the lowest-numbered off nodes, enough for the waiting jobs' GPUs beyond the free
-  ones), each usable ``provision_s`` later; and nodes with at most ``drain_max_used_gpus`` GPUs
+  powered on (the lowest-numbered off nodes: one per waiting whole-GPU pod, sharing pods packed
+  by their GPU shares, less the nodes already provisioning), each usable ``provision_s`` later; and nodes with at most ``drain_max_used_gpus`` GPUs
   in use whose jobs can all move elsewhere at a cost of at most ``drain_max_cost_gpu_s`` are
   drained (moves priced by checkpoints) and powered off at once.  Node-hours count every node
   that is on or being provisioned.
