@@ -72,14 +72,18 @@ def test_spare_bar_judges_the_named_pooled_variant_not_the_best_one():
     ]
 
 
-def test_elastic_bar_needs_fewer_node_hours_and_no_more_jobs_pending():
-    fixed = [{"node_hours": 1000.0, "pending_at_end": 1.0}, {"node_hours": 2000.0, "pending_at_end": 0.0}]
+def test_elastic_bar_needs_fewer_node_hours_and_no_more_jobs_unserved():
+    fixed = [{"node_hours": 1000.0, "unserved_at_end": 1.0}, {"node_hours": 2000.0, "unserved_at_end": 0.0}]
     # -400 and -450 node-hours: mean -425, two pairs (t = 12.7, half-width 12.7 x 25 = 318)
-    elastic = [{"node_hours": 600.0, "pending_at_end": 1.0}, {"node_hours": 1550.0, "pending_at_end": 0.0}]
+    elastic = [{"node_hours": 600.0, "unserved_at_end": 1.0}, {"node_hours": 1550.0, "unserved_at_end": 0.0}]
     b = _bar(_runs({"fixed-peak": fixed, "elastic": elastic}), "elastic mode")
     assert b.met and "-425 node-hours per run [-743, -107]" in b.detail
-    more_pending = [elastic[0], dict(elastic[1], pending_at_end=1.0)]  # 1.0 vs 0.5 pending
-    assert not _bar(_runs({"fixed-peak": fixed, "elastic": more_pending}), "elastic mode").met
+    assert "unserved at end 0.50 vs 0.50 per run" in b.detail
+    more_unserved = [elastic[0], dict(elastic[1], unserved_at_end=1.0)]  # 1.0 vs 0.5 per run
+    assert not _bar(_runs({"fixed-peak": fixed, "elastic": more_unserved}), "elastic mode").met
+    # jobs pending only because they came within the grace are not what the bar judges
+    late = [dict(e, pending_at_end=3.0) for e in elastic]
+    assert _bar(_runs({"fixed-peak": fixed, "elastic": late}), "elastic mode").met
 
 
 def test_time_bar_is_45_minutes():

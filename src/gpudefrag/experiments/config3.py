@@ -88,3 +88,10 @@ class Suite3Config:
     stress_scale: float = 10.0
     failures: FailureConfig = field(default_factory=FailureConfig)
     elastic: ElasticConfig = field(default_factory=ElasticConfig)
+
+    @property
+    def serve_grace_s(self) -> float:
+        """How close to the window's end a job may be submitted and still not count as unserved
+        when it never started: one elastic tick plus the provisioning delay, for every variant.
+        Set after the confirmation run (2026-12-02) and judged first on confirmation-2."""
+        return self.elastic.tick_s + self.elastic.provision_s

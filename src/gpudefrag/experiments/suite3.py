@@ -105,7 +105,7 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
     spares = spare_nodes(topo, v.spare, cfg.spare_fraction)
     policy = GangAware(Workload.from_jobs(jobs))
     result = simulate3(topo, jobs, policy, sim_cfg, outages, spares, _victim_rule(v.victims))
-    metrics = summarise3(result, gpn)
+    metrics = summarise3(result, gpn, cfg.serve_grace_s)
     metrics["outages"] = float(len(outages))
     return Run3(window, seed, name, nodes, result.event_hash, metrics)
 

@@ -12,6 +12,10 @@
 * ``wait_p50_s_<class>`` / ``wait_p95_s_<class>``: submission to first start, by priority class;
 * ``preemptions`` (plans executed), ``preempted_jobs`` (killed), ``moves``, ``spare_evictions``,
   ``failures``, ``jobs_killed_by_failure``, ``completed``, ``pending_at_end``, ``running_at_end``;
+* ``unserved_at_end``: jobs of the window that never started although they were submitted at
+  least ``serve_grace_s`` before its end (the elastic bar's test of "serves the same jobs": a
+  job submitted closer to the end than a tick plus the provisioning delay cannot be served by
+  capacity ordered for it, and counts in neither variant);
 * ``node_hours``, ``nodes_powered_on`` / ``_off``, ``drains`` (elastic mode);
 * ``victim_p99_ms``: victim-rule decision time.
 """
@@ -30,7 +34,7 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def summarise3(result: Sim3Result, gpus_per_node: int) -> dict[str, float]:
+def summarise3(result: Sim3Result, gpus_per_node: int, serve_grace_s: float = 0.0) -> dict[str, float]:
     """The module docstring's figures."""
     out: dict[str, float] = {
         "goodput_pct": 100.0 * result.goodput,
@@ -74,6 +78,10 @@ def summarise3(result: Sim3Result, gpus_per_node: int) -> dict[str, float]:
     ):
         out[key] = float(getattr(result, key))
     out["jobs"] = float(len(result.records))
+    last_s = result.meter.end_s - serve_grace_s
+    out["unserved_at_end"] = float(
+        sum(1 for r in result.records if r.start_s is None and r.job.submit_s < last_s)
+    )
     out["node_hours"] = result.node_hours
     out["nodes_powered_on"] = float(result.powered_on)
     out["nodes_powered_off"] = float(result.powered_off)
