@@ -209,3 +209,55 @@ def test_the_spare_role_moves_to_the_repaired_node_after_a_failed_gang_takes_a_s
     assert r.spare_swaps == 1
     g_end = r.records[0].end_s
     assert g_end is not None and r.records[1].start_s == pytest.approx(g_end)  # R waited for G
+
+
+def test_a_failed_gangs_hold_ends_on_time_without_another_event():
+    # as above, but node 0 is repaired only at 10 h: the 1 h hold ends at 2 h and W, waiting
+    # since 0.5 h, takes the healthy node then (no other event happens at 2 h)
+    topo = superpod(3, 3)
+    g = Job(1, 0.0, 10 * H, 16, priority=PRODUCTION)
+    x = Job(2, 0.0, 20 * H, 8)
+    w = Job(3, 0.5 * H, 5 * H, 8)
+    cfg = Sim3Config(0.0, 40 * H, hold_failed_gang_s=3600.0, check_every_event=True)
+    r = simulate3(topo, [g, x, w], _policy([g, x, w]), cfg, [Outage(H, 0, 10 * H, False)])
+    assert {rec.job.job_id: rec.start_s for rec in r.records}[3] == pytest.approx(2 * H)
+
+
+def test_counters_and_restart_times_cover_the_window_only():
+    # one node, one long job; the node fails at 0.5 h (warm-up) and at 5 h (in the window
+    # [2 h, 10 h)); each repair takes 30 min
+    topo = superpod(1, 1)
+    jobs = [Job(0, 0.0, 20 * H, 8)]
+    outages = [Outage(0.5 * H, 0, 0.6 * H, False), Outage(5 * H, 0, 5.5 * H, False)]
+    r = simulate3(topo, jobs, _policy(jobs), Sim3Config(2 * H, 10 * H), outages)
+    assert (r.failures, r.jobs_killed_by_failure) == (1, 1)
+    assert r.restart_times_s == [(8, pytest.approx(0.5 * H + 300.0))]
+    assert r.completed == 0 and r.records == []  # submitted before the window
+
+
+def test_an_elastic_drain_never_moves_a_job_onto_an_idle_node():
+    # six nodes; at 1 h every job ends but S (2 GPUs, alone on its node): with nowhere busy to
+    # go, S stays where it is, and idle nodes go off only after idle_off_s, warm pool kept
+    topo = superpod(6, 6)
+    jobs = [Job(i, 0.0, H, 8) for i in range(5)] + [Job(9, 0.0, 10 * H, 2)]
+    el = ElasticConfig(tick_s=60.0, idle_off_s=1800.0, provision_s=600.0, warm_fraction=0.2)
+    cfg = Sim3Config(0.0, 9 * H, elastic=el, check_every_event=True)  # S still runs at the end
+    r = simulate3(topo, jobs, _policy(jobs), cfg, victims=CheckpointAwareVictims())
+    assert (r.moves, r.drains) == (0, 0)
+    assert r.powered_off == 5 - 2  # two idle nodes stay on as the warm pool
+    assert r.lost_gpu_s["migration"] == 0.0
+
+
+def test_an_elastic_drain_moves_a_lone_small_job_onto_a_busy_node():
+    # C (6 GPUs) and E (2 GPUs, ends at 1 h) fill one node; D (2 GPUs) arrives at 0.1 h and
+    # goes to the other.  When E ends, D moves next to C and its node is released at once.
+    topo = superpod(2, 2)
+    c, e = Job(0, 0.0, 10 * H, 6), Job(1, 0.0, H, 2)
+    d = Job(2, 0.1 * H, 10 * H, 2)
+    el = ElasticConfig(tick_s=60.0, idle_off_s=1800.0, provision_s=600.0)
+    cfg = Sim3Config(0.0, 12 * H, elastic=el, check_every_event=True)
+    r = simulate3(topo, [c, e, d], _policy([c, e, d]), cfg, victims=CheckpointAwareVictims())
+    assert (r.moves, r.drains, r.powered_off) == (1, 1, 1)
+    assert r.records[2].moves == 1
+    # D had worked 0.9 h at the first tick after 1 h: the 1,440 s since its checkpoint are lost
+    assert r.lost_gpu_s["migration"] == pytest.approx(2 * 1440.0, abs=2 * 60.0)

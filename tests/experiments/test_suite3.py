@@ -66,6 +66,12 @@ def test_spare_bar_judges_the_named_pooled_variant_not_the_best_one():
     assert b.met and b.detail.startswith("pooled-cluster: +6.50 pp")
     slow = [dict(cluster[0], restart_gang_p95_s=301.0), cluster[1]]
     assert not _bar(_runs({"dedicated": dedicated, "pooled-cluster": slow}), "pooled reserve").met
+    # restarts are compared on the pairs where both had a failed gang: a slow restart in a pair
+    # where the dedicated reserve had none is not weighed against it
+    unpaired = [dict(dedicated[0], restart_gang_p95_s=float("nan")), dedicated[1]]
+    slow_there = [dict(cluster[0], restart_gang_p95_s=5000.0), cluster[1]]
+    b = _bar(_runs({"dedicated": unpaired, "pooled-cluster": slow_there}), "pooled reserve")
+    assert b.met and "restart 300 s vs 300 s" in b.detail
     # the leaf pool alone is not judged at all
     assert not [
         b for b in bars(_runs({"dedicated": dedicated, "pooled-leaf": leaf}), CFG, 1.0) if "pooled" in b.name

@@ -12,8 +12,8 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   every member) and goes back to the queue as *recovering* with the work up to that checkpoint
   saved.  The node serves nothing until its repair time.  A failed gang's healthy nodes are
   *held* for its restart (no other job may use them) until it starts again or
-  ``hold_failed_gang_s`` pass, as a training job keeps its allocation while a spare replaces the
-  broken node.
+  ``hold_failed_gang_s`` pass (an event at that time ends the hold), as a training job keeps its
+  allocation while a spare replaces the broken node.
 * **Restarts.**  A job killed (by a failure or a preemption) or moved holds its new nodes for
   ``restart_s`` before its work resumes from the checkpoint; its *restart time* after a failure
   is from the failure to that moment.
@@ -30,14 +30,18 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
 * **The spare role moves.**  A spare node that a recovering job starts on becomes a regular
   node, and a wholly free, up node takes the spare role in its place (in the same leaf for the
   spread reserves, else anywhere; when none is free, the first that frees up or comes back from
-  repair), so the reserve keeps its size instead of filling with restarted work, as an operator
-  swaps a spare in and sends the broken node to repair.
+  repair; never a held node), so the reserve keeps its size instead of filling with restarted
+  work, as an operator swaps a spare in and sends the broken node to repair.
 * **Accounting** over ``[measure_start_s, measure_end_s)``: GPUs in use (bound pods, restarts
   included), GPU-seconds lost by cause (``failure``, ``preemption``, ``migration``: the work
   thrown away, counted when it is thrown away inside the window) and restart GPU-seconds (the
   part of each restart inside the window; a restart cut short gives back its unserved part),
   each restart charged to the cause that made it (the kill before it, or the move);
-  *goodput* = in use - lost - restarts.  Every job ends completed, running or queued.
+  *goodput* = in use - lost - restarts.  The result's counters (completions, failures, kills,
+  moves, plans, power-ons and -offs, drains, spare swaps) and the restart times count what
+  happens inside the window; a job that failed inside it and is not working again at the end
+  gets the time from its failure to the end as its restart time (``restart_censored``).  Every
+  job ends completed, running or queued.
 * **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``, after that time's
   events and scheduling pass: nodes idle (no pod) for ``idle_off_s`` while no job waits are
   powered off, except a *warm pool* of
@@ -47,8 +51,9 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   at most ``job GPUs x provision_s`` (what waiting for new nodes would cost), else nodes are
   powered on (the lowest-numbered off nodes: one per waiting whole-GPU pod, sharing pods packed
   by their GPU shares, less the nodes already provisioning), each usable ``provision_s`` later; and nodes with at most ``drain_max_used_gpus`` GPUs
-  in use whose jobs can all move elsewhere at a cost of at most ``drain_max_cost_gpu_s`` are
-  drained (moves priced by checkpoints) and powered off at once.  Node-hours count every node
+  in use whose jobs (none still restarting) can all move to busy nodes that are not drain
+  candidates themselves, at a cost of at most ``drain_max_cost_gpu_s``, are drained (moves
+  priced by checkpoints) and powered off at once.  Node-hours count every node
   that is on or being provisioned.
 * The invariants of :mod:`gpudefrag.gangs.invariants` are checked for every job bound and, with
   ``check_every_event``, on the whole state after every event, plus: no pod on a down node.
@@ -81,7 +86,7 @@ __all__ = ["CAUSES", "ElasticConfig", "Job3Record", "Sim3Config", "Sim3Result", 
 
 BoolArray = npt.NDArray[np.bool_]
 CAUSES = ("failure", "preemption", "migration")
-_FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK = 0, 1, 2, 3, 4, 5  # order at equal times
+_FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK, _HOLD = 0, 1, 2, 3, 4, 5, 6  # order at equal times
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class Sim3Result:
     failures: int = 0
     jobs_killed_by_failure: int = 0
     restart_times_s: list[tuple[int, float]] = field(default_factory=list)  # (job GPUs, failure -> working)
+    restart_censored: int = 0  # of restart_times_s: jobs still not working at the end (end - failure)
     preemptions: int = 0
     preempted_jobs: int = 0
     moves: int = 0
@@ -262,6 +268,11 @@ class _Sim3:
     def _in_window(self) -> bool:
         return self.cfg.measure_start_s <= self.now < self.cfg.measure_end_s
 
+    def _count(self, name: str, k: int = 1) -> None:
+        """Add ``k`` to the result's counter ``name`` if now is inside the window."""
+        if self._in_window():
+            setattr(self.result, name, getattr(self.result, name) + k)
+
     def _lose(self, job: Job, lost_s: float, cause: str) -> None:
         if self._in_window():
             self.result.lost_gpu_s[cause] += job.gpu_share * lost_s
@@ -302,7 +313,7 @@ class _Sim3:
             run.token += 1
             self._restart_waste(job, 1.0, run.work_start_s, self.kill_cause.pop(job.job_id))
         failed_at = self.recovering.pop(job.job_id, None)
-        if failed_at is not None:
+        if failed_at is not None and failed_at >= self.cfg.measure_start_s:
             self.result.restart_times_s.append((job.gpus, run.work_start_s - failed_at))
         self.running[job.job_id] = run
         self._push_end(run)
@@ -340,7 +351,7 @@ class _Sim3:
         if not self.spare_debt:
             return
         gpn = self.topology.gpus_per_node
-        free = (self.state.free_gpus == gpn) & ~self.down & ~self.off & ~self.spare
+        free = (self.state.free_gpus == gpn) & ~self.down & ~self.off & ~self.spare & ~self.held_mask
         owed: list[int] = []
         for dom in self.spare_debt:
             cands = np.flatnonzero(free & (self._spare_domain == dom))
@@ -352,7 +363,7 @@ class _Sim3:
             node = int(cands[-1])
             free[node] = False
             self.spare[node] = True
-            self.result.spare_swaps += 1
+            self._count("spare_swaps")
             self.hash.update(f"P{node}@{self.now:.3f}".encode())
         if len(owed) != len(self.spare_debt):
             self.spare_version += 1
@@ -367,7 +378,7 @@ class _Sim3:
         rec = self.records.get(job_id)
         if rec is not None:
             rec.end_s = self.now
-        self.result.completed += 1
+        self._count("completed")
         self.dirty = True
         self._replenish()
 
@@ -405,7 +416,7 @@ class _Sim3:
         self._restart_waste(run.job, 1.0, run.work_start_s, cause)
         self._bind(run.job, to_nodes)
         self._push_end(run)
-        self.result.moves += 1
+        self._count("moves")
         rec = self.records.get(job_id)
         if rec is not None:
             rec.moves += 1
@@ -413,19 +424,23 @@ class _Sim3:
 
     # ---- capacity events -------------------------------------------------------------------
     def _fail(self, node: int) -> None:
-        self.result.failures += 1
+        self._count("failures")
         self.down[node] = True
         for job_id in sorted(self.state.node_jobs[node]):
             nodes = sorted({p.node for p in self.state.placements[job_id]})
             self._kill(job_id, "failure")
             self.recovering.setdefault(job_id, self.now)
-            self.result.jobs_killed_by_failure += 1
+            self._count("jobs_killed_by_failure")
             healthy = [n for n in nodes if not self.down[n] and not self.held_mask[n]]
             if len(nodes) > 1 and healthy and self.cfg.hold_failed_gang_s > 0:
                 self._release(job_id)
                 self.held[job_id] = (healthy, self.now + self.cfg.hold_failed_gang_s)
                 self.held_mask[healthy] = True
                 self.spare_version += 1
+                self.seq += 1  # the pass after the hold's expiry releases it
+                heapq.heappush(
+                    self.events, (self.now + self.cfg.hold_failed_gang_s, _HOLD, self.seq, job_id, 0)
+                )
         self.hash.update(f"F{node}@{self.now:.3f}".encode())
         self.dirty = True
 
@@ -460,7 +475,7 @@ class _Sim3:
             if idle.any():
                 self.off[idle] = True
                 self.powered[idle] = False
-                self.result.powered_off += int(idle.sum())
+                self._count("powered_off", int(idle.sum()))
                 self.hash.update(f"O{np.flatnonzero(idle).tolist()}@{self.now:.3f}".encode())
             self._drain(busy)
             return
@@ -486,7 +501,7 @@ class _Sim3:
         if plan is None or plan.evict or not plan.moves or plan.cost_gpu_s > job.gpu_share * provision_s:
             return False
         if not self._replay(job, plan, allowed, running):
-            self.result.plans_refused += 1
+            self._count("plans_refused")
             return False
         for m in plan.moves:
             self.state.unbind(m.job_id)
@@ -517,18 +532,24 @@ class _Sim3:
             self.powered[node] = True
             self.seq += 1
             heapq.heappush(self.events, (self.now + e.provision_s, _POWERED, self.seq, int(node), 0))
-        self.result.powered_on += int(candidates.size)
+        self._count("powered_on", int(candidates.size))
 
     def _drain(self, busy: BoolArray) -> None:
-        """Move the jobs off lightly used nodes so they fall idle (module docstring)."""
+        """Move the jobs off lightly used nodes so they fall idle (module docstring).  Jobs go
+        only to nodes that are busy and not themselves drain candidates (moving a job onto an
+        idle node consolidates nothing), and a job still restarting is not moved."""
         e = self.cfg.elastic
         assert e is not None
         used = self.topology.gpus_per_node - self.state.free_gpus
-        cands = np.flatnonzero(busy & ~self.off & ~self.down & (used <= e.drain_max_used_gpus))
+        light = busy & ~self.off & ~self.down & (used <= e.drain_max_used_gpus)
+        no_target = light | (self.state.free_gpus == self.topology.gpus_per_node)
+        cands = np.flatnonzero(light)
         iv, rs = self.cfg.checkpoint_interval_s, self.cfg.restart_s
         for node in cands[:2]:
             job_ids = sorted(self.state.node_jobs[int(node)])
             if any(len(self.state.placements[j]) > 1 for j in job_ids):
+                continue
+            if any(self.running[j].work_start_s > self.now for j in job_ids):
                 continue
             scratch = self.state.copy()
             for j in job_ids:
@@ -537,8 +558,7 @@ class _Sim3:
             cost = 0.0
             for j in job_ids:
                 run = self.running[j]
-                hidden = ~self.allowed(run.job)
-                hidden[int(node)] = True
+                hidden = ~self.allowed(run.job) | no_target
                 view = scratch.copy()
                 view.hide(np.flatnonzero(hidden))
                 dest = self.policy.place(view, run.job)
@@ -553,12 +573,12 @@ class _Sim3:
                 self.state.unbind(j)
             for j, dest in moves:
                 self._move(j, dest)
-            self.result.drains += 1
+            self._count("drains")
             # released at once, as a consolidation deletes the node it emptied: left on, an
             # empty node would take the next job and be drained again
             self.off[node] = True
             self.powered[node] = False
-            self.result.powered_off += 1
+            self._count("powered_off")
             self.hash.update(f"D{int(node)}@{self.now:.3f}".encode())
 
     # ---- scheduling ------------------------------------------------------------------------
@@ -627,16 +647,16 @@ class _Sim3:
         if plan is None:
             return False
         if not self._replay(job, plan, allowed, running):
-            self.result.plans_refused += 1
+            self._count("plans_refused")
             return False
         for j in plan.evict:
             self._kill(j, "preemption")
-            self.result.preempted_jobs += 1
+            self._count("preempted_jobs")
         for m in plan.moves:
             self.state.unbind(m.job_id)
         for m in plan.moves:
             self._move(m.job_id, list(m.to_nodes), "preemption")
-        self.result.preemptions += 1
+        self._count("preemptions")
         del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, list(plan.nodes))
         return True
@@ -663,7 +683,7 @@ class _Sim3:
         for j in candidates:
             if any(p.node in chosen for p in self.state.placements[j]):
                 self._kill(j, "preemption")
-                self.result.spare_evictions += 1
+                self._count("spare_evictions")
         del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, nodes)
         return True
@@ -694,6 +714,7 @@ class _Sim3:
         self.dirty = False
         for job_id in [j for j, (_, until) in self.held.items() if until <= self.now]:
             self._release(job_id)
+        self._replenish()  # nodes freed by kills, moves or released holds since the last pass
         refused: set[tuple[object, ...]] = set()
         masks: dict[tuple[bool, bool, int, int], BoolArray] = {}
         self._maxima = {}
@@ -744,6 +765,8 @@ class _Sim3:
                     self._powered_on(who)
                 elif kind == _TICK:
                     tick = True
+                elif kind == _HOLD:
+                    self.dirty = True
                 elif kind == _ARRIVE:
                     job = self.jobs[who]
                     self.queue[(-job.priority, job.submit_s, job.job_id)] = None
@@ -778,6 +801,10 @@ class _Sim3:
         r = self.result
         r.records = sorted(self.records.values(), key=lambda x: x.job.job_id)
         in_window = set(self.records)
+        for job_id, failed_at in sorted(self.recovering.items()):
+            if failed_at >= self.cfg.measure_start_s:  # failed inside the window, not working yet
+                r.restart_times_s.append((self.jobs[job_id].gpus, self.cfg.measure_end_s - failed_at))
+                r.restart_censored += 1
         r.pending_at_end = sum(1 for k in self.queue if k[2] in in_window)
         r.running_at_end = sum(1 for j in self.running if j in in_window)
         r.event_hash = self.hash.hexdigest()[:16]

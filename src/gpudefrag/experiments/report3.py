@@ -8,8 +8,8 @@ The bars (issue 19), each computed on the runs of this report only:
   p95 wait (mean over runs) stays within 5 % of ``kube``'s;
 * spares: the pooled variant named by :attr:`Suite3Config.pooled_variant` (chosen on the tuning
   windows, never by the runs being judged) reaches at least +5 pp goodput over ``dedicated``
-  with the CI above 0, and its p95 restart time of failed gangs (mean over the runs that had
-  any) is no worse than ``dedicated``'s;
+  with the CI above 0, and its p95 restart time of failed gangs (mean over the (window, seed)
+  pairs where both variants had one) is no worse than ``dedicated``'s;
 * elastic: ``elastic`` serves the jobs with fewer node-hours than ``fixed-peak`` (mean paired
   difference and CI below 0), with as many or fewer jobs unserved at the end (never started
   although submitted at least a tick plus the provisioning delay before the end; this test
@@ -90,6 +90,14 @@ def _nanmean(x: np.ndarray) -> float:
     return float(x.mean()) if x.size else math.nan
 
 
+def _common_means(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Means of ``a`` and ``b`` over the pairs where both have a value."""
+    both = np.isfinite(a) & np.isfinite(b)
+    if not both.any():
+        return math.nan, math.nan
+    return float(a[both].mean()), float(b[both].mean())
+
+
 def _fmt(x: float, digits: int) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:,.{digits}f}"
 
@@ -113,8 +121,9 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         total_o, total_k = float(np.nansum(ours)), float(np.nansum(kube))
         cut = 1.0 - total_o / total_k if total_k > 0 else math.nan
         d = paired(ours, kube).diff
-        wo = _nanmean(values(runs, "ours", "wait_p95_s_production"))
-        wk = _nanmean(values(runs, "kube", "wait_p95_s_production"))
+        wo, wk = _common_means(
+            values(runs, "ours", "wait_p95_s_production"), values(runs, "kube", "wait_p95_s_production")
+        )
         wait_ok = wo <= 1.05 * wk
         out.append(
             Bar3(
@@ -127,9 +136,10 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
     if cfg.pooled_variant in ran and "dedicated" in ran:
         best = cfg.pooled_variant
         d = paired(values(runs, best, "goodput_pct"), values(runs, "dedicated", "goodput_pct")).diff
-        rb = _nanmean(values(runs, best, "restart_gang_p95_s"))
-        rd = _nanmean(values(runs, "dedicated", "restart_gang_p95_s"))
-        restart_ok = not math.isfinite(rb) or not math.isfinite(rd) or rb <= rd
+        rb, rd = _common_means(
+            values(runs, best, "restart_gang_p95_s"), values(runs, "dedicated", "restart_gang_p95_s")
+        )
+        restart_ok = not math.isfinite(rb) or rb <= rd  # NaN: no (window, seed) had a failed gang in both
         out.append(
             Bar3(
                 "pooled reserve + best-effort backfill >= +5 pp goodput over the dedicated 11 % reserve, "
