@@ -124,6 +124,15 @@ def test_suite_3_end_to_end_on_the_smallest_window(tmp_path, capsys):
     rows = list(csv.DictReader((tmp_path / "suite3-other" / "runs.csv").open()))
     assert [r["variant"] for r in rows] == ["kube", "ours", "fixed-peak", "elastic"]
     assert all(len(r["event_hash"]) == 16 for r in rows)
+    by = {r["variant"]: r for r in rows}
+    # the fixed cluster is on for the whole week; elastic mode never bills more than that
+    fixed, elastic = by["fixed-peak"], by["elastic"]
+    assert float(fixed["node_hours"]) == pytest.approx(int(fixed["nodes"]) * 7 * 24)
+    assert float(elastic["node_hours"]) < float(fixed["node_hours"])
+    assert all(float(r["goodput_pct"]) <= float(r["alloc_pct"]) + 1e-9 for r in rows)
+    # the preemption bar reports the CSV's totals
+    ours, kube = float(by["ours"]["lost_preemption_gpu_h"]), float(by["kube"]["lost_preemption_gpu_h"])
+    assert f"GPU-h lost to preemption {ours:,.1f} vs {kube:,.1f}" in report
 
 
 @pytest.mark.parametrize("args", [["--variants", "nope"], ["--stress", "0"]])
