@@ -18,12 +18,11 @@ from gpudefrag.errors import ConfigError
 
 __all__ = ["add_suite2_command", "cmd_suite_2"]
 
-FOLDERS = {
-    "tuning": "suite2-tuning",
-    "report": "suite2",
-    "confirmation": "suite2-confirmation",
-    "confirmation-2": "suite2-confirmation-2",
-}
+
+def results_folder(suite: str, set_name: str) -> str:
+    """Where ``suite`` writes for a window set: ``suite<N>`` for the report set, else
+    ``suite<N>-<set name>`` (``-other`` for listed window names)."""
+    return f"suite{suite}" if set_name == "report" else f"suite{suite}-{set_name}"
 
 
 def _csv(text: str) -> list[str]:
@@ -41,7 +40,8 @@ def _floats(text: str) -> list[float]:
 
 
 def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
-    """``tuning`` / ``report`` / ``confirmation`` / comma-separated names -> (set name, names)."""
+    """A window set's name (a key of ``SPLITS``) or comma-separated names -> (set name, names);
+    listed names give the set name ``other``."""
     from gpudefrag.workloads.windows import SPLITS, window
 
     if spec in SPLITS:
@@ -81,7 +81,7 @@ def cmd_suite_2(args: argparse.Namespace) -> int:
         runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
         where = executor.describe()
     wall = time.perf_counter() - started
-    folder = args.out / FOLDERS.get(set_name, "suite2-other")
+    folder = args.out / results_folder("2", set_name)
     paths = write_report(runs, cfg, wall, folder)
     note_executor(paths[0], where)
     print(paths[0].read_text())

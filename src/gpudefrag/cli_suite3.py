@@ -12,17 +12,10 @@ import argparse
 import time
 from pathlib import Path
 
-from gpudefrag.cli_suite2 import _csv, note_executor, resolve_windows
+from gpudefrag.cli_suite2 import _csv, note_executor, resolve_windows, results_folder
 from gpudefrag.errors import ConfigError
 
 __all__ = ["add_suite3_command", "cmd_suite_3"]
-
-FOLDERS = {
-    "tuning": "suite3-tuning",
-    "report": "suite3",
-    "confirmation": "suite3-confirmation",
-    "confirmation-2": "suite3-confirmation-2",
-}
 
 
 def _seeds(text: str) -> list[int]:
@@ -57,7 +50,7 @@ def cmd_suite_3(args: argparse.Namespace) -> int:
         runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
         where = executor.describe()
     wall = time.perf_counter() - started
-    folder = args.out / FOLDERS.get(set_name, "suite3-other")
+    folder = args.out / results_folder("3", set_name)
     paths = write_report(runs, cfg, wall, folder)
     note_executor(paths[0], where)
     print(paths[0].read_text())
@@ -78,7 +71,7 @@ def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
     s3.add_argument(
         "--windows",
         default="tuning",
-        help="tuning (default), report or confirmation (both spent), confirmation-2 (never run), or window names",
+        help="tuning (default), report, confirmation or confirmation-2 (all three spent), or window names",
     )
     s3.add_argument("--seeds", type=_seeds, default=[1, 2], help="failure and class seeds (default 1,2)")
     s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")

@@ -289,9 +289,13 @@ class _Sim3:
             self.result.restart_gpu_s_by_cause[self.restart_cause[job.job_id]] += gpu_s
 
     # ---- job lifecycle ---------------------------------------------------------------------
-    def _push_end(self, run: Running) -> None:
+    def _push(self, at_s: float, kind: int, who: int, token: int = 0) -> None:
+        """Schedule an event; ``seq`` keeps equal (time, kind) events in the order pushed."""
         self.seq += 1
-        heapq.heappush(self.events, (run.end_s, _END, self.seq, run.job.job_id, run.token))
+        heapq.heappush(self.events, (at_s, kind, self.seq, who, token))
+
+    def _push_end(self, run: Running) -> None:
+        self._push(run.end_s, _END, run.job.job_id, run.token)
 
     def _bind(self, job: Job, nodes: list[int]) -> None:
         self.state.bind(job, nodes)
@@ -437,10 +441,8 @@ class _Sim3:
                 self.held[job_id] = (healthy, self.now + self.cfg.hold_failed_gang_s)
                 self.held_mask[healthy] = True
                 self.spare_version += 1
-                self.seq += 1  # the pass after the hold's expiry releases it
-                heapq.heappush(
-                    self.events, (self.now + self.cfg.hold_failed_gang_s, _HOLD, self.seq, job_id, 0)
-                )
+                # the pass after the hold's expiry releases it
+                self._push(self.now + self.cfg.hold_failed_gang_s, _HOLD, job_id)
         self.hash.update(f"F{node}@{self.now:.3f}".encode())
         self.dirty = True
 
@@ -458,8 +460,7 @@ class _Sim3:
     def _tick(self) -> None:
         e = self.cfg.elastic
         assert e is not None
-        self.seq += 1
-        heapq.heappush(self.events, (self.now + e.tick_s, _TICK, self.seq, 0, 0))
+        self._push(self.now + e.tick_s, _TICK, 0)
         busy = np.array([bool(s) for s in self.state.node_jobs])
         self.idle_since[busy] = self.now
         if not self.queue:
@@ -530,8 +531,7 @@ class _Sim3:
         candidates = np.flatnonzero(~self.powered & ~self.down)[:count]
         for node in candidates:
             self.powered[node] = True
-            self.seq += 1
-            heapq.heappush(self.events, (self.now + e.provision_s, _POWERED, self.seq, int(node), 0))
+            self._push(self.now + e.provision_s, _POWERED, int(node))
         self._count("powered_on", int(candidates.size))
 
     def _drain(self, busy: BoolArray) -> None:

@@ -151,15 +151,15 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         )
     if {"elastic", "fixed-peak"} <= ran:
         d = paired(values(runs, "elastic", "node_hours"), values(runs, "fixed-peak", "node_hours")).diff
-        pe = _nanmean(values(runs, "elastic", "unserved_at_end"))
-        pf = _nanmean(values(runs, "fixed-peak", "unserved_at_end"))
+        ue = _nanmean(values(runs, "elastic", "unserved_at_end"))
+        uf = _nanmean(values(runs, "fixed-peak", "unserved_at_end"))
         fixed = _nanmean(values(runs, "fixed-peak", "node_hours"))
         out.append(
             Bar3(
                 "elastic mode serves the same jobs with fewer node-hours than a fixed cluster sized for the peak",
-                bool(d.high < 0 and pe <= pf),
+                bool(d.high < 0 and ue <= uf),
                 f"{d.mean:+,.0f} node-hours per run [{d.low:+,.0f}, {d.high:+,.0f}] of {fixed:,.0f} "
-                f"({100 * d.mean / fixed:+.1f} %); unserved at end {pe:.2f} vs {pf:.2f} per run",
+                f"({100 * d.mean / fixed:+.1f} %); unserved at end {ue:.2f} vs {uf:.2f} per run",
             )
         )
     out.append(Bar3("the suite within 45 minutes on 2 cores", wall_s <= 45 * 60, f"{wall_s:,.0f} s"))

@@ -58,8 +58,8 @@ def summarise3(result: Sim3Result, gpus_per_node: int, serve_grace_s: float = 0.
     out["restart_all_p95_s"] = _pct(every, 95)
     out["failed_restarts"] = float(len(every) - result.restart_censored)
     out["failed_not_restarted"] = float(result.restart_censored)
+    end_s = result.meter.end_s
     for cls, name in CLASS_NAMES.items():
-        end_s = result.meter.end_s
         waits = [
             (r.start_s if r.start_s is not None else end_s) - r.job.submit_s
             for r in result.records
@@ -83,7 +83,7 @@ def summarise3(result: Sim3Result, gpus_per_node: int, serve_grace_s: float = 0.
     ):
         out[key] = float(getattr(result, key))
     out["jobs"] = float(len(result.records))
-    last_s = result.meter.end_s - serve_grace_s
+    last_s = end_s - serve_grace_s
     out["unserved_at_end"] = float(
         sum(1 for r in result.records if r.start_s is None and r.job.submit_s < last_s)
     )

@@ -403,7 +403,7 @@ CONFIRMATION: tuple[str, ...] = (
     "itp04-w4-mix",
 )
 #: Picked on 2026-12-02, after every other set was spent, from the next-busiest weeks of the same
-#: traces (less busy than the others); never run.
+#: traces (less busy than the others); run once by suite 3 (spent there), never by suite 2.
 CONFIRMATION_2: tuple[str, ...] = (
     "itp04-w6",
     "philly-w6",
