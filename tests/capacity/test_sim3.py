@@ -267,3 +267,48 @@ def test_an_elastic_drain_moves_a_lone_small_job_onto_a_busy_node():
     assert r.records[2].moves == 1
     # D had worked 0.9 h at the first tick after 1 h: the 1,440 s since its checkpoint are lost
     assert r.lost_gpu_s["migration"] == pytest.approx(2 * 1440.0, abs=2 * 60.0)
+
+
+def test_standby_nodes_start_off_and_let_an_elastic_cluster_grow_beyond_its_pool():
+    # a pool of 2 nodes plus 2 standby nodes; four 8-GPU jobs of 2 h arrive at once
+    topo = superpod(4, 4)
+    jobs = [Job(i, 0.0, 2 * H, 8) for i in range(4)]
+    el = ElasticConfig(tick_s=60.0, idle_off_s=1800.0, provision_s=600.0)
+    grown = simulate3(
+        topo,
+        jobs,
+        _policy(jobs),
+        Sim3Config(0.0, 10 * H, elastic=el, standby_nodes=2, check_every_event=True),
+    )
+    capped = simulate3(
+        superpod(2, 4), jobs, _policy(jobs), Sim3Config(0.0, 10 * H, elastic=el, check_every_event=True)
+    )
+    start = {r.job.job_id: r.start_s for r in grown.records}
+    # two start at once on the pool; the first tick powers on both standby nodes (usable 600 s later)
+    assert sorted(start.values()) == pytest.approx([0.0, 0.0, 660.0, 660.0])
+    assert grown.powered_on == 2
+    assert sorted(r.start_s for r in capped.records) == pytest.approx([0.0, 0.0, 2 * H, 2 * H])
+    # capacity shares are measured against the pool's 16 GPUs in both: 4 x 8 GPUs x 2 h of 16 x 10 h
+    assert grown.total_gpus == capped.total_gpus == 16
+    assert grown.allocation == pytest.approx(capped.allocation) == pytest.approx(64 / 160)
+    # billed, by hand (a node's idle time counts from the last tick it was busy; one warm node,
+    # ceil(0.05 x 2)): the pool's nodes are idle from 7,140 s and go off at 8,940 s; the standby
+    # nodes are billed from their power-on at 60 s, idle from 7,800 s, and one goes off at 9,600 s
+    # while the other stays on as the warm node -> 2 x 8,940 + 9,540 + 35,940 node-seconds
+    assert grown.node_hours == pytest.approx((2 * 8940 + 9540 + 35940) / H)
+    assert grown.powered_off == 3
+    # capped: both busy until 4 h, idle from 14,340 s, one off at 16,140 s, one warm to the end
+    assert capped.node_hours == pytest.approx((16140 + 36000) / H)
+
+
+def test_standby_nodes_need_elastic_mode_and_a_pool_left_on():
+    with pytest.raises(ValueError, match="standby_nodes"):
+        Sim3Config(0.0, H, standby_nodes=1)
+    el = ElasticConfig()
+    with pytest.raises(ValueError, match="standby_nodes"):
+        simulate3(
+            superpod(2, 2),
+            [Job(0, 0.0, H, 8)],
+            VolcanoBinpack(),
+            Sim3Config(0.0, H, elastic=el, standby_nodes=2),
+        )

@@ -42,10 +42,12 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   happens inside the window; a job that failed inside it and is not working again at the end
   gets the time from its failure to the end as its restart time (``restart_censored``).  Every
   job ends completed, running or queued.
-* **Elastic mode** (``elastic``): every node starts on.  Each ``tick_s``, after that time's
+* **Elastic mode** (``elastic``): every node starts on except the ``standby_nodes``
+  highest-numbered ones, which start powered off (the room an elastic cluster has to grow
+  beyond the fixed one it is compared with).  Each ``tick_s``, after that time's
   events and scheduling pass: nodes idle (no pod) for ``idle_off_s`` while no job waits are
   powered off, except a *warm pool* of
-  ``ceil(warm_fraction x nodes)`` idle nodes that stay on (the most recently idle; so an
+  ``ceil(warm_fraction x (nodes - standby_nodes))`` idle nodes that stay on (the most recently idle; so an
   arriving job seldom waits for provisioning); when jobs wait, a blocked job first
   asks the victim rule for a plan that only *moves* jobs (any priority) and takes it if it costs
   at most ``job GPUs x provision_s`` (what waiting for new nodes would cost), else nodes are
@@ -99,6 +101,7 @@ class ElasticConfig:
     provision_s: float = 600.0
     drain_max_used_gpus: int = 2
     drain_max_cost_gpu_s: float = 2 * 3600.0
+    burst_fraction: float = 0.0  # standby nodes beyond the fixed pool, as a share of it (suite 3 adds them)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,11 @@ class Sim3Config:
     hold_failed_gang_s: float = 3600.0
     check_every_event: bool = False
     elastic: ElasticConfig | None = None
+    standby_nodes: int = 0  # elastic mode: the highest-numbered nodes that start powered off
+
+    def __post_init__(self) -> None:
+        if self.standby_nodes < 0 or (self.standby_nodes and self.elastic is None):
+            raise ValueError("standby_nodes must be >= 0, and only elastic mode has them")
 
 
 @dataclass
@@ -130,7 +138,7 @@ class Job3Record:
 class Sim3Result:
     records: list[Job3Record]
     meter: Meter
-    total_gpus: int
+    total_gpus: int  # the capacity shares are measured against: every node but the standby ones
     lost_gpu_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
     restart_gpu_s: float = 0.0
     restart_gpu_s_by_cause: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))
@@ -191,6 +199,11 @@ class _Sim3:
         self.down = np.zeros(n, dtype=bool)
         self.off = np.zeros(n, dtype=bool)  # powered off or still provisioning (elastic mode)
         self.powered = np.ones(n, dtype=bool)  # billed: on or provisioning
+        if cfg.standby_nodes:
+            if cfg.standby_nodes >= n:
+                raise ValueError(f"standby_nodes={cfg.standby_nodes}: the topology has only {n} nodes")
+            self.off[n - cfg.standby_nodes :] = True
+            self.powered[n - cfg.standby_nodes :] = False
         self.idle_since = np.zeros(n, dtype=np.float64)
         self.spare = spares.astype(bool)  # the spare role: moves when a recovering job takes a spare
         self.spare_debt: list[int] = []  # domains owed a spare node (see _replenish)
@@ -223,7 +236,9 @@ class _Sim3:
             j.job_id: Job3Record(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
         }
         self.meter = Meter(cfg.measure_start_s, cfg.measure_end_s)
-        self.result = Sim3Result([], self.meter, topology.total_gpus)
+        # capacity: the nodes that start on (standby nodes add room, not capacity to be measured by)
+        base_gpus = int(topology.gpus_per_node[: n - cfg.standby_nodes].sum())
+        self.result = Sim3Result([], self.meter, base_gpus)
         self.hash = hashlib.sha256()
         self.now = 0.0
         self.dirty = True
@@ -466,7 +481,7 @@ class _Sim3:
         if not self.queue:
             on_idle = self.powered & ~self.off & ~self.down & ~busy & ~self.held_mask
             idle = on_idle & (self.now - self.idle_since >= e.idle_off_s)
-            keep = int(np.ceil(e.warm_fraction * self.topology.num_nodes))
+            keep = int(np.ceil(e.warm_fraction * (self.topology.num_nodes - self.cfg.standby_nodes)))
             if keep and idle.any():  # the warm pool: the most recently idle nodes stay on
                 cands = np.flatnonzero(idle)
                 spare_on = int(on_idle.sum()) - keep

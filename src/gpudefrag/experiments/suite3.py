@@ -11,7 +11,11 @@ variant of a (window, seed) sees the same jobs and the same failures.  Placement
 
 The peak-sized cluster of the elastic study has, per window, as many nodes as the busiest hour
 of the measurement window offers GPUs (each job counted from its submission for its duration,
-as the load-1.0 sizing does), rounded up, and at least the load-1.0 size.
+as the load-1.0 sizing does), rounded up, and at least the load-1.0 size.  The elastic
+cluster has the same nodes plus ``ceil(burst_fraction x peak)`` standby nodes (numbered last,
+powered off at the start): room to catch up a backlog that even the peak-sized cluster builds.
+Node failures are drawn node by node in order, so the peak nodes fail at the same times in both
+variants; capacity shares are measured against the peak nodes in both.
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
     jobs = assign_classes(jobs, cfg.class_shares, _seed(window, seed, "classes"))
     start_s, end_s = run.measure
     nodes = peak_nodes(jobs, start_s, end_s, gpn, run.nodes) if v.peak_sized else run.nodes
-    topo = superpod(nodes, cfg.leaf_nodes)
+    standby = math.ceil(cfg.elastic.burst_fraction * nodes) if v.elastic else 0
+    topo = superpod(nodes + standby, cfg.leaf_nodes)
     fcfg = replace(cfg.failures, scale=cfg.failures.scale * (cfg.stress_scale if v.stressed else 1.0))
     outages = failure_events(topo, fcfg, end_s, _seed(window, seed, "failures"))
     sim_cfg = Sim3Config(
@@ -101,6 +106,7 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
         restart_s=cfg.restart_s,
         spare_policy=v.spare,
         elastic=cfg.elastic if v.elastic else None,
+        standby_nodes=standby,
     )
     spares = spare_nodes(topo, v.spare, cfg.spare_fraction)
     policy = GangAware(Workload.from_jobs(jobs))

@@ -47,6 +47,7 @@ from gpudefrag.workloads.philly import PHILLY_DATASET, load_philly
 __all__ = [
     "CONFIRMATION",
     "CONFIRMATION_2",
+    "CONFIRMATION_3",
     "DAY_S",
     "MIX_MEAN_DURATION_S",
     "REPORT",
@@ -311,14 +312,17 @@ SUITE_SCALES = (1.0, 1.25, 1.5)
 
 #: (name prefix, trace, number of windows): the busiest non-overlapping windows of each trace,
 #: named ``<prefix>-w1`` (busiest), ``-w2``, … ITP cluster04 has the most multi-node gangs,
-#: Philly is the second trace, clusters 01/02/03/06 are the other ITP clusters with gangs.
+#: Philly is the second trace, clusters 01/02/03/06 are the other ITP clusters with gangs;
+#: cluster07 (the busiest ITP trace, with only two multi-node jobs) was added for suite 3's
+#: confirmation-3 set.  Raising a count appends windows and leaves the earlier ones as they are.
 SUITE_PLAN: tuple[tuple[str, str, int], ...] = (
     ("itp04", "itp_cluster04", 6),
-    ("philly", "philly", 7),
+    ("philly", "philly", 9),
     ("itp01", "itp_cluster01", 1),
-    ("itp02", "itp_cluster02", 3),
+    ("itp02", "itp_cluster02", 4),
     ("itp03", "itp_cluster03", 3),
-    ("itp06", "itp_cluster06", 2),
+    ("itp06", "itp_cluster06", 3),
+    ("itp07", "itp_cluster07", 2),
 )
 
 
@@ -362,15 +366,21 @@ WINDOWS: tuple[Window, ...] = (
     Window("philly", 4924800.0, 5529600.0, 78897.54083333333, "philly-w5"),
     Window("philly", 7430400.0, 8035200.0, 72856.83833333333, "philly-w6"),
     Window("philly", 5529600.0, 6134400.0, 67377.47416666667, "philly-w7"),
+    Window("philly", 6220800.0, 6825600.0, 51232.20361111111, "philly-w8"),
+    Window("philly", 6825600.0, 7430400.0, 42125.811111111114, "philly-w9"),
     Window("itp_cluster01", 2246400.0, 2851200.0, 8147.4275, "itp01-w1"),
     Window("itp_cluster02", 2160000.0, 2764800.0, 27117.378333333334, "itp02-w1"),
     Window("itp_cluster02", 3974400.0, 4579200.0, 21715.059166666666, "itp02-w2"),
     Window("itp_cluster02", 3196800.0, 3801600.0, 14360.493611111111, "itp02-w3"),
+    Window("itp_cluster02", 345600.0, 950400.0, 14086.376666666667, "itp02-w4"),
     Window("itp_cluster03", 3801600.0, 4406400.0, 40687.991944444446, "itp03-w1"),
     Window("itp_cluster03", 2764800.0, 3369600.0, 29634.434444444443, "itp03-w2"),
     Window("itp_cluster03", 1987200.0, 2592000.0, 18842.84527777778, "itp03-w3"),
     Window("itp_cluster06", 2160000.0, 2764800.0, 32944.44055555556, "itp06-w1"),
     Window("itp_cluster06", 4060800.0, 4665600.0, 17784.923055555555, "itp06-w2"),
+    Window("itp_cluster06", 1555200.0, 2160000.0, 15450.180555555555, "itp06-w3"),
+    Window("itp_cluster07", 1296000.0, 1900800.0, 63303.13138888889, "itp07-w1"),
+    Window("itp_cluster07", 2764800.0, 3369600.0, 52107.755, "itp07-w2"),
 )
 
 #: Fixed split (do not move windows between the sets once results exist): TUNING windows may be
@@ -413,7 +423,28 @@ CONFIRMATION_2: tuple[str, ...] = (
     "itp06-w2",
     "itp04-w6-mix",
 )
-SPLITS.update(tuning=TUNING, report=REPORT, confirmation=CONFIRMATION, **{"confirmation-2": CONFIRMATION_2})
+#: Picked on 2026-12-02 after suite 3 had spent every other set, by a rule fixed before any run:
+#: every unused Philly week with at least 40,000 GPU-hours, the next week of the ITP clusters
+#: that still have one of at least 10,000 GPU-hours (02, 06; 01, 03 and 04 have none), the two
+#: busiest weeks of ITP cluster07 (never used by a suite), and philly-w8 with openb pods mixed
+#: in; amended once after reading the window table (sizes only, before any run): weeks of
+#: fewer than 100 jobs are left out, which drops Philly's third such week (day 11: 28 jobs on
+#: 5 nodes).  Never run by any suite.
+CONFIRMATION_3: tuple[str, ...] = (
+    "philly-w8",
+    "philly-w9",
+    "itp02-w4",
+    "itp06-w3",
+    "itp07-w1",
+    "itp07-w2",
+    "philly-w8-mix",
+)
+SPLITS.update(
+    tuning=TUNING,
+    report=REPORT,
+    confirmation=CONFIRMATION,
+    **{"confirmation-2": CONFIRMATION_2, "confirmation-3": CONFIRMATION_3},
+)
 
 
 MIX_SUFFIX = "-mix"
