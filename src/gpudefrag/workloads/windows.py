@@ -313,8 +313,8 @@ SUITE_SCALES = (1.0, 1.25, 1.5)
 #: (name prefix, trace, number of windows): the busiest non-overlapping windows of each trace,
 #: named ``<prefix>-w1`` (busiest), ``-w2``, … ITP cluster04 has the most multi-node gangs,
 #: Philly is the second trace, clusters 01/02/03/06 are the other ITP clusters with gangs;
-#: cluster07 (the busiest ITP trace, with only two multi-node jobs) was added for suite 3's
-#: confirmation-3 set.  Raising a count appends windows and leaves the earlier ones as they are.
+#: cluster07 (the busiest of the other ITP traces, with only two multi-node jobs) was added
+#: for suite 3's confirmation-3 set.  Raising a count appends windows and leaves the earlier ones as they are.
 SUITE_PLAN: tuple[tuple[str, str, int], ...] = (
     ("itp04", "itp_cluster04", 6),
     ("philly", "philly", 9),
