@@ -101,7 +101,6 @@ class ElasticConfig:
     provision_s: float = 600.0
     drain_max_used_gpus: int = 2
     drain_max_cost_gpu_s: float = 2 * 3600.0
-    burst_fraction: float = 0.0  # standby nodes beyond the fixed pool, as a share of it (suite 3 adds them)
 
 
 @dataclass(frozen=True)

@@ -215,7 +215,7 @@ def markdown(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> str:
             f"{w} {nodes.get((w, False), '-')}/{nodes.get((w, True), '-')}"
             for w in dict.fromkeys(cfg.windows)
         )
-        + f"; elastic mode may power on {100 * cfg.elastic.burst_fraction:g} % more (standby nodes, "
+        + f"; elastic mode may power on {100 * cfg.burst_fraction:g} % more (standby nodes, "
         "off at the start; capacity shares count the peak nodes only).",
         "",
         "## Bars",

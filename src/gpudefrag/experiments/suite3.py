@@ -95,7 +95,7 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
     jobs = assign_classes(jobs, cfg.class_shares, _seed(window, seed, "classes"))
     start_s, end_s = run.measure
     nodes = peak_nodes(jobs, start_s, end_s, gpn, run.nodes) if v.peak_sized else run.nodes
-    standby = math.ceil(cfg.elastic.burst_fraction * nodes) if v.elastic else 0
+    standby = math.ceil(cfg.burst_fraction * nodes) if v.elastic else 0
     topo = superpod(nodes + standby, cfg.leaf_nodes)
     fcfg = replace(cfg.failures, scale=cfg.failures.scale * (cfg.stress_scale if v.stressed else 1.0))
     outages = failure_events(topo, fcfg, end_s, _seed(window, seed, "failures"))
