@@ -111,7 +111,7 @@ def add_suite2_command(suites) -> None:
     s2.add_argument(
         "--windows",
         default="tuning",
-        help="tuning (default), report or confirmation (both spent), confirmation-2 or confirmation-3 "
+        help="tuning (default), report or confirmation (both spent), confirmation-2, -3 or -4 "
         "(never run by suite 2), or window names",
     )
     s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")

@@ -71,8 +71,8 @@ def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
     s3.add_argument(
         "--windows",
         default="tuning",
-        help="tuning (default), report, confirmation or confirmation-2 (all three spent), "
-        "confirmation-3 (never run), or window names",
+        help="tuning (default), report, confirmation, confirmation-2 or confirmation-3 (all spent), "
+        "confirmation-4 (never run), or window names",
     )
     s3.add_argument("--seeds", type=_seeds, default=[1, 2], help="failure and class seeds (default 1,2)")
     s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")

@@ -19,10 +19,12 @@ from gpudefrag.workloads.windows import (
     CONFIRMATION,
     CONFIRMATION_2,
     CONFIRMATION_3,
+    CONFIRMATION_4,
     DAY_S,
     MIX_SUFFIX,
     REPORT,
     TUNING,
+    UNUSED,
     WINDOWS,
     Window,
     busiest_windows,
@@ -215,7 +217,7 @@ def test_mixed_workload_real_share():
 def test_suite_split_is_fixed_and_complete():
     names = [w.name for w in WINDOWS]
     assert len(names) >= 8 and len(set(names)) == len(names)
-    sets = (TUNING, REPORT, CONFIRMATION, CONFIRMATION_2, CONFIRMATION_3)
+    sets = (TUNING, REPORT, CONFIRMATION, CONFIRMATION_2, CONFIRMATION_3, CONFIRMATION_4)
     assert len(TUNING) == 5
     for i, a in enumerate(sets):  # the sets never share a window
         for b in sets[i + 1 :]:
@@ -223,12 +225,15 @@ def test_suite_split_is_fixed_and_complete():
     every = set().union(*sets)
     plain = {n for n in every if not n.endswith(MIX_SUFFIX)}
     mixed = {n[: -len(MIX_SUFFIX)] for n in every if n.endswith(MIX_SUFFIX)}
-    assert plain == set(names) and mixed == {"itp04-w2", "itp04-w1", "itp04-w4", "itp04-w6", "philly-w8"}
+    assert not plain & set(UNUSED) and plain | set(UNUSED) == set(names)
+    assert mixed == {"itp04-w2", "itp04-w1", "itp04-w4", "itp04-w6", "philly-w8", "itp07-w3"}
     assert "itp04-w2-mix" in TUNING and "itp04-w1-mix" in REPORT and "itp04-w4-mix" in CONFIRMATION
     assert "itp04-w6-mix" in CONFIRMATION_2
-    for part in sets:  # cluster04 has no week left for confirmation-3
+    for part in sets:  # cluster04 has no week left for confirmation-3 and -4
         traces = {window(n).trace for n in part}
-        assert {"itp_cluster04", "philly"} <= traces or (part is CONFIRMATION_3 and "philly" in traces)
+        assert {"itp_cluster04", "philly"} <= traces or (
+            part in (CONFIRMATION_3, CONFIRMATION_4) and "philly" in traces
+        )
     assert {w.trace for w in WINDOWS} >= {"itp_cluster04", "philly", "itp_cluster03"}
     for a in WINDOWS:
         for b in WINDOWS:
