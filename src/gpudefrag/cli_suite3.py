@@ -44,7 +44,8 @@ def cmd_suite_3(args: argparse.Namespace) -> int:
     if args.stress <= 0:
         raise ConfigError("--stress must be > 0")
     cfg = Suite3Config(windows=names, set_name=set_name, seeds=tuple(args.seeds), variants=variants)
-    cfg = replace(cfg, stress_scale=args.stress)
+    wait_s = cfg.checkpoint_wait_s if args.checkpoint_wait is None else args.checkpoint_wait
+    cfg = replace(cfg, stress_scale=args.stress, checkpoint_wait_s=wait_s)
     started = time.perf_counter()
     with RunExecutor(args.jobs, args.dask) as executor:
         runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
@@ -78,6 +79,14 @@ def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
     s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
     s3.add_argument(
         "--stress", type=float, default=10.0, help="failure-rate multiplier of the spare study (default 10)"
+    )
+    s3.add_argument(
+        "--checkpoint-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a blocked research job may wait for its victims' checkpoints under ours "
+        "(default 600; 0: never; below the 1,800 s checkpoint interval)",
     )
     where = s3.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")

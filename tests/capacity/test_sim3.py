@@ -121,6 +121,49 @@ def test_preemption_starts_the_production_job_at_once(rule):
     )
 
 
+def test_a_research_job_waits_for_its_victims_checkpoint_and_production_never_does():
+    # a best-effort job fills the node from 0 s; checkpoints every 1,800 s of work.  The
+    # preemptor comes at 4,500 s: 900 s of work since the 3,600 s checkpoint would be lost; the
+    # next is at 5,400 s.  Waiting up to 1,200 s, a research job starts at 5,401 s (1 s lost);
+    # up to 600 s, or as a production job, it starts at once (900 s lost).
+    def run(prio: int, wait_s: float):
+        low = Job(1, 0.0, 20 * H, 8, priority=BEST_EFFORT)
+        high = Job(2, 4500.0, 2 * H, 8, priority=prio)
+        cfg = Sim3Config(0.0, 30 * H, check_every_event=True, checkpoint_wait_s=wait_s)
+        return simulate3(
+            superpod(1, 1), [low, high], _policy([low, high]), cfg, victims=CheckpointAwareVictims()
+        )
+
+    waited = run(RESEARCH, 1200.0)
+    assert waited.records[1].start_s == 5401.0 and waited.preemption_waits == 1 and waited.preemptions == 1
+    assert waited.lost_gpu_s["preemption"] == pytest.approx(8 * 1.0)
+    for prio, wait_s in ((RESEARCH, 600.0), (PRODUCTION, 1200.0), (RESEARCH, 0.0)):
+        r = run(prio, wait_s)
+        assert r.records[1].start_s == 4500.0 and r.preemption_waits == 0
+        assert r.lost_gpu_s["preemption"] == pytest.approx(8 * 900.0)
+    with pytest.raises(ValueError, match="checkpoint_wait_s"):
+        Sim3Config(0.0, H, checkpoint_wait_s=1800.0)
+
+
+def test_jobs_waiting_for_checkpoints_wait_side_by_side_on_different_victims():
+    # node 0: best-effort job 1 from 0 s (checkpoints 3,600, 5,400 s); node 1: job 2 from 600 s
+    # (4,200, 6,000 s).  Research jobs 3 and 4 come at 4,500 s, may wait 1,200 s.  Job 3 (first
+    # in the queue): job 2 costs 8 x (300 + 300) = 4,800 now, job 1 8 x (1 + 300) = 2,408 at
+    # 5,401 s: it waits for job 1.  Job 4 may not take job 1 (job 3 waits for it) and job 2's
+    # next checkpoint is too late: it preempts job 2 at once, instead of waiting behind job 3.
+    jobs = [
+        Job(1, 0.0, 20 * H, 8, priority=BEST_EFFORT),
+        Job(2, 600.0, 20 * H, 8, priority=BEST_EFFORT),
+        Job(3, 4500.0, 2 * H, 8, priority=RESEARCH),
+        Job(4, 4500.0, 2 * H, 8, priority=RESEARCH),
+    ]
+    cfg = Sim3Config(0.0, 30 * H, check_every_event=True, checkpoint_wait_s=1200.0)
+    r = simulate3(superpod(2, 2), jobs, _policy(jobs), cfg, victims=CheckpointAwareVictims())
+    assert [rec.start_s for rec in r.records[2:]] == [5401.0, 4500.0]
+    assert r.preemption_waits == 1 and r.preemptions == 2
+    assert r.lost_gpu_s["preemption"] == pytest.approx(8 * 1.0 + 8 * 300.0)
+
+
 def test_same_inputs_same_event_hash():
     topo = superpod(12, 4)
     jobs = _random_jobs(np.random.default_rng(9), 80, 24 * H)

@@ -54,17 +54,18 @@ class Cluster:
         start_s: float = 0.0,
         ckpt_s: float = NOW - 600.0,
         preemptible: bool = True,
+        next_ckpt_s: float = float("inf"),
     ) -> None:
         self.state.bind(job, nodes)
-        self.running[job.job_id] = RunningJob(job, start_s, ckpt_s, preemptible)
+        self.running[job.job_id] = RunningJob(job, start_s, ckpt_s, preemptible, next_ckpt_s)
 
     def placer(self, extra: Job) -> GangAware:
         return GangAware(Workload.from_jobs([*self.state.jobs.values(), extra]))
 
-    def choose(self, rule: VictimRule, job: Job) -> VictimPlan | None:
+    def choose(self, rule: VictimRule, job: Job, may_wait_s: float = 0.0) -> VictimPlan | None:
         placer = self.placer(job)
         assert placer.place(self.state, job) is None, "the preemptor must be blocked"
-        plan = rule.choose(self.state, job, self.running, placer, NOW, RESTART)
+        plan = rule.choose(self.state, job, self.running, placer, NOW, RESTART, may_wait_s)
         if plan is not None:
             assert validate_plan(self.state, job, plan) is None
         return plan
@@ -242,6 +243,29 @@ def test_ours_moves_a_victim_that_fits_elsewhere_instead_of_killing_it():
     assert ours == VictimPlan(9, (0,), (), (GangMove(1, (1,)),), 3_600.0)
     kube = c.choose(KubeDefaultVictims(), _job(9, 8, 2))
     assert kube == VictimPlan(9, (0,), (1,), (), 3_600.0)
+
+
+def test_ours_waits_for_a_checkpoint_when_that_is_cheaper_than_any_plan_now():
+    # node 0: last checkpoint 1,500 s ago, the next in 300 s: now 8 x (1500 + 300) = 14,400,
+    # 1 s after that checkpoint 8 x (1 + 300) = 2,408 at NOW + 301; node 1: 600 s ago, the next
+    # in 1,200 s: 8 x (600 + 300) = 7,200 now.  Plans are made for room now; waiting is allowed
+    # only as long as the simulator says.
+    c = Cluster(2, 2)
+    c.run(_job(1, 8, 0), [0], ckpt_s=NOW - 1500.0, next_ckpt_s=NOW + 300.0)
+    c.run(_job(2, 8, 0), [1], ckpt_s=NOW - 600.0, next_ckpt_s=NOW + 1200.0)
+    now = VictimPlan(9, (1,), (2,), (), 7_200.0)
+    assert c.choose(CheckpointAwareVictims(), _job(9, 8, 1)) == now
+    assert c.choose(CheckpointAwareVictims(), _job(9, 8, 1), may_wait_s=200.0) == now  # too short
+    later = VictimPlan(9, (0,), (1,), (), 2_408.0, not_before_s=NOW + 301.0)
+    assert c.choose(CheckpointAwareVictims(), _job(9, 8, 1), may_wait_s=600.0) == later
+    # a wait priced at 1 GPU-s per GPU-second: 2,408 + 8 x 301 = 4,816 < 7,200, still later;
+    # at 2: 2,408 + 4,816 = 7,224 > 7,200, so now
+    assert c.choose(CheckpointAwareVictims(wait_price=1.0), _job(9, 8, 1), may_wait_s=600.0) == later
+    assert c.choose(CheckpointAwareVictims(wait_price=2.0), _job(9, 8, 1), may_wait_s=600.0) == now
+    # rules that never wait ignore the allowance
+    assert c.choose(KubeDefaultVictims(), _job(9, 8, 1), may_wait_s=600.0).not_before_s == 0.0
+    with pytest.raises(ValueError, match="wait_price"):
+        CheckpointAwareVictims(wait_price=-1.0)
 
 
 def test_ours_prefers_the_plan_with_a_move_when_costs_tie():

@@ -135,7 +135,10 @@ def test_suite_3_end_to_end_on_the_smallest_window(tmp_path, capsys):
     assert f"GPU-h lost to preemption {ours:,.1f} vs {kube:,.1f}" in report
 
 
-@pytest.mark.parametrize("args", [["--variants", "nope"], ["--stress", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [["--variants", "nope"], ["--stress", "0"], ["--checkpoint-wait", "1800"], ["--checkpoint-wait", "-1"]],
+)
 def test_suite_3_bad_options_exit_2(tmp_path, capsys, args):
     assert main(["suite", "3", "--windows", "itp01-w1", *args, "--out", str(tmp_path)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -24,6 +24,12 @@ Rules (times in seconds; a job's *key* is ``(-priority, submit_s, job_id)``, the
   and executed only if that succeeds; killed victims are requeued like failed jobs (lost work
   counted as preemption), moved ones restart at once on their new nodes (counted as
   preemption too: a move of a preemption plan is part of what it costs).
+* **Waiting for checkpoints** (``checkpoint_wait_s > 0``).  A blocked job below production
+  may wait, ``checkpoint_wait_s`` in all from the first time it does, for its victims' next
+  checkpoints: the rule is told how much of that time is left (``may_wait_s``), and a plan
+  whose ``not_before_s`` is later than now is not executed: the job stays queued (it still
+  starts at once wherever room appears), asks no rule until ``not_before_s``, and then asks
+  again (an event wakes it).  Production jobs never wait.
 * **Pooled spares.**  A recovering job that still finds no room may evict best-effort jobs that
   have a pod on a spare node: it is placed on a view without them, and exactly the evicted jobs
   with a pod on its chosen nodes are killed (counted as preemption).
@@ -72,7 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.capacity.classes import BEST_EFFORT, PREEMPTIBLE
+from gpudefrag.capacity.classes import BEST_EFFORT, PREEMPTIBLE, PRODUCTION
 from gpudefrag.capacity.failures import Outage
 from gpudefrag.capacity.spares import may_use_spares
 from gpudefrag.capacity.victims import RunningJob, VictimPlan, VictimRule
@@ -88,7 +94,22 @@ __all__ = ["CAUSES", "ElasticConfig", "Job3Record", "Sim3Config", "Sim3Result", 
 
 BoolArray = npt.NDArray[np.bool_]
 CAUSES = ("failure", "preemption", "migration")
-_FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK, _HOLD = 0, 1, 2, 3, 4, 5, 6  # order at equal times
+_FAIL, _REPAIR, _POWERED, _ARRIVE, _END, _TICK, _WAKE = 0, 1, 2, 3, 4, 5, 6  # order at equal times
+# _WAKE: a failed gang's hold ends, or a job waiting for checkpoints asks again: a scheduling pass
+
+
+STARTED, REFUSED, WAITING = "started", "refused", "waiting"  # what a preemption attempt did
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A queued job waiting for its victims' checkpoints: it asks the rule again at
+    ``asks_at_s``; its wait ends at ``ends_s``; until ``asks_at_s``, ``victims`` are not offered
+    to other jobs below production."""
+
+    asks_at_s: float
+    ends_s: float
+    victims: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -116,10 +137,16 @@ class Sim3Config:
     check_every_event: bool = False
     elastic: ElasticConfig | None = None
     standby_nodes: int = 0  # elastic mode: the highest-numbered nodes that start powered off
+    checkpoint_wait_s: float = 0.0  # how long a job below production may wait for checkpoints
 
     def __post_init__(self) -> None:
         if self.standby_nodes < 0 or (self.standby_nodes and self.elastic is None):
             raise ValueError("standby_nodes must be >= 0, and only elastic mode has them")
+        if not (0.0 <= self.checkpoint_wait_s < self.checkpoint_interval_s):
+            raise ValueError(
+                f"checkpoint_wait_s={self.checkpoint_wait_s}: must be >= 0 and below the checkpoint "
+                f"interval ({self.checkpoint_interval_s} s)"
+            )
 
 
 @dataclass
@@ -147,6 +174,7 @@ class Sim3Result:
     restart_censored: int = 0  # of restart_times_s: jobs still not working at the end (end - failure)
     preemptions: int = 0
     preempted_jobs: int = 0
+    preemption_waits: int = 0  # plans a blocked job chose to wait for (checkpoint_wait_s)
     moves: int = 0
     spare_evictions: int = 0
     plans_refused: int = 0
@@ -230,6 +258,7 @@ class _Sim3:
         self.suspended: dict[int, Running] = {}  # killed, waiting to restart from a checkpoint
         self.recovering: dict[int, float] = {}  # job id -> failure time, until it works again
         self.kill_cause: dict[int, str] = {}  # suspended job -> why it was killed
+        self.waiting: dict[int, _Waiting] = {}  # queued job -> the checkpoints it waits for
         self.restart_cause: dict[int, str] = {}  # job -> the cause its latest restart is charged to
         self.records = {
             j.job_id: Job3Record(j) for j in jobs if cfg.measure_start_s <= j.submit_s < cfg.measure_end_s
@@ -330,6 +359,7 @@ class _Sim3:
             run.work_start_s = self.now + self.cfg.restart_s
             run.token += 1
             self._restart_waste(job, 1.0, run.work_start_s, self.kill_cause.pop(job.job_id))
+        self.waiting.pop(job.job_id, None)
         failed_at = self.recovering.pop(job.job_id, None)
         if failed_at is not None and failed_at >= self.cfg.measure_start_s:
             self.result.restart_times_s.append((job.gpus, run.work_start_s - failed_at))
@@ -456,7 +486,7 @@ class _Sim3:
                 self.held_mask[healthy] = True
                 self.spare_version += 1
                 # the pass after the hold's expiry releases it
-                self._push(self.now + self.cfg.hold_failed_gang_s, _HOLD, job_id)
+                self._push(self.now + self.cfg.hold_failed_gang_s, _WAKE, job_id)
         self.hash.update(f"F{node}@{self.now:.3f}".encode())
         self.dirty = True
 
@@ -615,9 +645,8 @@ class _Sim3:
             nodes = [p.node for p in self.state.placements[job_id]]
             if not allowed[nodes].all():
                 continue
-            out[job_id] = RunningJob(
-                job, run.first_start_s, run.last_checkpoint_s(self.now, iv), job.priority in PREEMPTIBLE
-            )
+            last_s = run.last_checkpoint_s(self.now, iv)
+            out[job_id] = RunningJob(job, run.first_start_s, last_s, job.priority in PREEMPTIBLE, last_s + iv)
         self._running_cache[key] = out
         return out
 
@@ -647,22 +676,59 @@ class _Sim3:
             return False
         return True
 
-    def _preempt(self, job: Job, allowed: BoolArray) -> bool:
+    def _may_wait_s(self, job: Job) -> float | None:
+        """How long ``job`` may still wait for its victims' checkpoints (module docstring);
+        None while it waits for a plan it was given (it asks no rule before then)."""
+        if self.cfg.checkpoint_wait_s <= 0 or job.priority >= PRODUCTION:
+            return 0.0
+        waiting = self.waiting.get(job.job_id)
+        if waiting is None:
+            return self.cfg.checkpoint_wait_s
+        if self.now < waiting.asks_at_s:
+            return None
+        return max(0.0, waiting.ends_s - self.now)
+
+    def _preempt(self, job: Job, allowed: BoolArray) -> str:
+        """Preempt for a blocked job (module docstring): ``STARTED``, ``REFUSED`` (no plan) or
+        ``WAITING`` (it waits for checkpoints; the jobs behind it may still preempt)."""
         if self.victims is None or job.priority <= BEST_EFFORT:
-            return False
+            return REFUSED
+        may_wait_s = self._may_wait_s(job)
+        if may_wait_s is None:
+            return WAITING
         running = self._running_jobs(allowed, job.priority)
+        if self.waiting and job.priority < PRODUCTION:  # victims another job still waits for are its
+            claimed = {
+                v
+                for j, w in self.waiting.items()
+                if j != job.job_id and w.asks_at_s > self.now
+                for v in w.victims
+            }
+            running = {j: r for j, r in running.items() if j not in claimed}
         if not running:
-            return False
+            return REFUSED
         c0 = time.perf_counter()
         plan = self.victims.choose(
-            self.view(allowed).copy(), job, running, self.policy, self.now, self.cfg.restart_s
+            self.view(allowed).copy(), job, running, self.policy, self.now, self.cfg.restart_s, may_wait_s
         )
         self.result.victim_calls_s.append(time.perf_counter() - c0)
         if plan is None:
-            return False
+            return REFUSED
+        if plan.not_before_s > self.now:
+            if plan.not_before_s > self.now + may_wait_s + 1e-6:
+                self._count("plans_refused")
+                return REFUSED
+            before = self.waiting.get(job.job_id)
+            ends_s = before.ends_s if before is not None else self.now + self.cfg.checkpoint_wait_s
+            victims = frozenset([*plan.evict, *(m.job_id for m in plan.moves)])
+            self.waiting[job.job_id] = _Waiting(plan.not_before_s, ends_s, victims)
+            self._push(plan.not_before_s, _WAKE, job.job_id)
+            self._count("preemption_waits")
+            self.hash.update(f"W{job.job_id}@{self.now:.3f}:{plan.not_before_s:.3f}".encode())
+            return WAITING
         if not self._replay(job, plan, allowed, running):
             self._count("plans_refused")
-            return False
+            return REFUSED
         for j in plan.evict:
             self._kill(j, "preemption")
             self._count("preempted_jobs")
@@ -673,7 +739,7 @@ class _Sim3:
         self._count("preemptions")
         del self.queue[(-job.priority, job.submit_s, job.job_id)]
         self._start(job, list(plan.nodes))
-        return True
+        return STARTED
 
     def _evict_spare_best_effort(self, job: Job, allowed: BoolArray) -> bool:
         """Pooled spares: room for a recovering job by evicting best-effort jobs off spares."""
@@ -750,9 +816,11 @@ class _Sim3:
                     del self.queue[key]
                     self._start(job, nodes)
                     continue
-            if self._evict_spare_best_effort(job, allowed) or self._preempt(job, allowed):
+            if self._evict_spare_best_effort(job, allowed):
                 continue
-            refused.add(shape)
+            outcome = self._preempt(job, allowed)
+            if outcome == REFUSED:  # a waiting job's shape is not refused: others take other victims
+                refused.add(shape)
 
     # ---- main loop -------------------------------------------------------------------------
     def run(self) -> Sim3Result:
@@ -779,7 +847,7 @@ class _Sim3:
                     self._powered_on(who)
                 elif kind == _TICK:
                     tick = True
-                elif kind == _HOLD:
+                elif kind == _WAKE:
                     self.dirty = True
                 elif kind == _ARRIVE:
                     job = self.jobs[who]

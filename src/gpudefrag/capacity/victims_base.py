@@ -19,6 +19,13 @@ A plan's cost (:func:`victim_cost_gpu_s`, summed over evicted and moved jobs) is
 throws away: each victim's GPUs x (work since its last checkpoint + ``restart_s``).  A moved job
 pays the same as a killed one; it only does not wait in the queue.
 
+**Waiting for checkpoints.**  The simulator may let a blocked job wait up to ``may_wait_s``
+for a cheaper plan (a rule that never waits ignores it).  A rule that prefers to wait answers
+with ``not_before_s`` later than ``now_s`` (at most ``now_s + may_wait_s``): the victims it
+would take then, priced at that time (:func:`cost_at_s`: the work since the checkpoint each one
+will have taken by then).  The simulator executes nothing and asks again at ``not_before_s``,
+on the state of that moment.
+
 Shared helpers: the victims a rule may take (:func:`lower_priority`), where a job's pods sit
 and what they hold (:func:`held_milli`), a copy with some jobs off (:func:`without`), a
 placement call that sees only some nodes (:func:`place_within`), the candidate node sets of a
@@ -28,6 +35,7 @@ preemptor (:func:`candidate_groups`), and an exact replay of the bind rules on r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -48,6 +56,7 @@ __all__ = [
     "VictimPlan",
     "VictimRule",
     "candidate_groups",
+    "cost_at_s",
     "fits_at",
     "free_after",
     "free_if_off",
@@ -71,6 +80,7 @@ class RunningJob:
     first_start_s: float  # when it first started (scheduling order: larger = scheduled later)
     last_checkpoint_s: float  # its last checkpoint (work since then is lost on eviction)
     preemptible: bool  # KAI: may be preempted at all (best-effort/research are; production is not)
+    next_checkpoint_s: float = math.inf  # when the work it does now is next saved (inf: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +92,7 @@ class VictimPlan:
     evict: tuple[int, ...]
     moves: tuple[GangMove, ...]
     cost_gpu_s: float
+    not_before_s: float = 0.0  # later than now: wait until then and ask again (module docstring)
 
 
 class VictimRule(Protocol):
@@ -97,6 +108,7 @@ class VictimRule(Protocol):
         placer: GangPolicy,
         now_s: float,
         restart_s: float,
+        may_wait_s: float = 0.0,
     ) -> VictimPlan | None: ...
 
 
@@ -104,6 +116,14 @@ def victim_cost_gpu_s(run: RunningJob, now_s: float, restart_s: float) -> float:
     """GPU-seconds lost by killing or moving ``run`` at ``now_s``: its GPUs x (work since its
     last checkpoint + ``restart_s``)."""
     return run.job.gpu_share * (max(0.0, now_s - run.last_checkpoint_s) + restart_s)
+
+
+def cost_at_s(run: RunningJob, at_s: float, restart_s: float) -> float:
+    """GPU-seconds lost by killing or moving ``run`` at ``at_s`` (not before now): its GPUs x
+    (work since the checkpoint it will have taken by then + ``restart_s``), counting at most
+    its next checkpoint (a wait is shorter than the checkpoint interval)."""
+    ckpt = run.next_checkpoint_s if run.next_checkpoint_s <= at_s else run.last_checkpoint_s
+    return run.job.gpu_share * (max(0.0, at_s - ckpt) + restart_s)
 
 
 def plan_cost_gpu_s(

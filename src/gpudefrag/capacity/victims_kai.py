@@ -148,6 +148,7 @@ class KaiVictims:
         placer: GangPolicy,
         now_s: float,
         restart_s: float,
+        may_wait_s: float = 0.0,  # ignored: upstream never waits
     ) -> VictimPlan | None:
         eligible = {j: r for j, r in lower_priority(state, job, running).items() if r.preemptible}
         if not eligible:

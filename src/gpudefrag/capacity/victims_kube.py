@@ -121,6 +121,7 @@ class KubeDefaultVictims:
         placer: GangPolicy,
         now_s: float,
         restart_s: float,
+        may_wait_s: float = 0.0,  # ignored: upstream never waits
     ) -> VictimPlan | None:
         allowed = lower_priority(state, job, running)
         if not allowed:

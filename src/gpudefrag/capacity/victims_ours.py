@@ -33,6 +33,14 @@ the allowed victims (lower priority, in ``running``; a gang as a whole):
    :func:`~gpudefrag.capacity.victims_base.validate_plan`; the plan taken is the cheapest, on
    a tie the one with more moves, then fewer evictions, then the earlier candidate.
 
+4. **Waiting for checkpoints** (``may_wait_s > 0``, granted by the simulator): the same search
+   again with every victim whose next checkpoint comes within ``may_wait_s`` (less
+   :data:`WAIT_MARGIN_S`) priced as if killed :data:`WAIT_MARGIN_S` after it.  If that plan
+   takes such a victim, it would run at ``t`` = the latest of their checkpoints plus the margin;
+   priced exactly at ``t`` (:func:`~gpudefrag.capacity.victims_base.cost_at_s`, every victim),
+   plus ``wait_price`` x the preemptor's GPUs x ``(t - now)`` for the wait, it is taken, with
+   ``not_before_s = t``, when that is below the cost of the plan found for now.
+
 What it guarantees: every plan it returns is valid and touches only allowed victims.  For a
 single-pod job whose nodes hold at most ``max_candidates_per_node`` allowed jobs each, the
 victim set is the cheapest of all: any valid plan puts the pod on some node, and the victims it
@@ -51,7 +59,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -60,6 +68,7 @@ from gpudefrag.capacity.victims_base import (
     RunningJob,
     VictimPlan,
     candidate_groups,
+    cost_at_s,
     fits_at,
     free_after,
     free_if_off,
@@ -78,7 +87,10 @@ from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import Job
 
-__all__ = ["CheckpointAwareVictims"]
+__all__ = ["WAIT_MARGIN_S", "CheckpointAwareVictims"]
+
+WAIT_MARGIN_S = 1.0
+"""A plan that waits for a checkpoint runs this long after it (so the checkpoint is taken)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,9 @@ class CheckpointAwareVictims:
     a gang's constraint allows and take the cheapest (default: the first level with a plan).
     ``lowest_class_first``: look for a plan among the victims of the lowest priority first and
     admit the next class only when there is none (a killed job of a middle class requeues and
-    may preempt in turn, so its cost repeats)."""
+    may preempt in turn, so its cost repeats).  ``wait_price``: what a second of the
+    preemptor's wait for checkpoints costs, per GPU, in GPU-seconds of work (module docstring,
+    step 4)."""
 
     name = "ours"
 
@@ -105,7 +119,11 @@ class CheckpointAwareVictims:
         lookahead: int = 4,
         across_levels: bool = False,
         lowest_class_first: bool = False,
+        wait_price: float = 0.0,
     ) -> None:
+        if wait_price < 0:
+            raise ValueError(f"wait_price={wait_price}: must be >= 0")
+        self.wait_price = wait_price
         self.max_candidates_per_node = max_candidates_per_node
         self.full_plans = full_plans
         self.lookahead = lookahead
@@ -113,6 +131,41 @@ class CheckpointAwareVictims:
         self.lowest_class_first = lowest_class_first
 
     def choose(
+        self,
+        state: GangState,
+        job: Job,
+        running: Mapping[int, RunningJob],
+        placer: GangPolicy,
+        now_s: float,
+        restart_s: float,
+        may_wait_s: float = 0.0,
+    ) -> VictimPlan | None:
+        plan = self._by_class(state, job, running, placer, now_s, restart_s)
+        if plan is None or may_wait_s <= WAIT_MARGIN_S:
+            return plan
+        waited = {
+            j: replace(r, last_checkpoint_s=now_s - WAIT_MARGIN_S)
+            for j, r in running.items()
+            if r.next_checkpoint_s + WAIT_MARGIN_S <= now_s + may_wait_s
+            and r.last_checkpoint_s < now_s - WAIT_MARGIN_S
+        }
+        if not waited:
+            return plan
+        later = self._by_class(state, job, {**running, **waited}, placer, now_s, restart_s)
+        if later is None:
+            return plan
+        touched = [*later.evict, *(m.job_id for m in later.moves)]
+        at_s = max(
+            (running[j].next_checkpoint_s + WAIT_MARGIN_S for j in touched if j in waited), default=now_s
+        )
+        if at_s <= now_s:
+            return plan
+        cost = float(sum(cost_at_s(running[j], at_s, restart_s) for j in touched))
+        if cost + self.wait_price * job.gpu_share * (at_s - now_s) < plan.cost_gpu_s - TIE:
+            return replace(later, cost_gpu_s=cost, not_before_s=at_s)
+        return plan
+
+    def _by_class(
         self,
         state: GangState,
         job: Job,

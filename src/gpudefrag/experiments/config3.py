@@ -96,7 +96,25 @@ class Suite3Config:
     itp01-w1 and itp06-w1 1,779-4,173 s -> 644-738 s, node-hours +0.3 %; 0.1 kept half of that,
     0.5 no more)."""
 
+    checkpoint_wait_s: float = 600.0
+    """How long a blocked research job may wait for its preemption victims' next checkpoints
+    (:class:`~gpudefrag.capacity.sim3.Sim3Config`; only ``ours`` ever waits).  Chosen on the
+    tuning windows on 2026-12-02, after confirmation-3 and before confirmation-4 was run (ours
+    against kube, GPU-hours lost to preemption: 35.4 % fewer without waiting, 47.2 / 53.2 /
+    56.5 % with 300 / 600 / 900 s; research p95 wait where it was 0 s: up to 608 / 425 / 702 s;
+    production unchanged)."""
+    wait_price: float = 0.0
+    """What ``ours`` charges per GPU-second of such a wait
+    (:class:`~gpudefrag.capacity.victims_ours.CheckpointAwareVictims`; 1.0 saved less on the
+    tuning windows: 47.9 % at 600 s)."""
+
     def __post_init__(self) -> None:
+        if not (0.0 <= self.checkpoint_wait_s < self.checkpoint_interval_s):
+            raise ConfigError(
+                f"checkpoint_wait_s={self.checkpoint_wait_s}: must be >= 0 and below the checkpoint interval"
+            )
+        if self.wait_price < 0:
+            raise ConfigError(f"wait_price={self.wait_price}: must be >= 0")
         if not (0.0 <= self.burst_fraction <= 10.0):
             raise ConfigError(f"burst_fraction={self.burst_fraction}: must be in [0, 10]")
 

@@ -41,6 +41,7 @@ STUDY_METRICS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("lost_migration_gpu_h", "lost to moves GPU-h", 1),
         ("preempted_jobs", "jobs killed", 1),
         ("moves", "jobs moved", 1),
+        ("preemption_waits", "waits for checkpoints", 1),
         ("wait_p95_s_production", "p95 wait production s", 0),
         ("wait_p95_s_research", "p95 wait research s", 0),
         ("wait_p95_s_best-effort", "p95 wait best-effort s", 0),
@@ -208,7 +209,8 @@ def markdown(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> str:
         f"{cfg.checkpoint_interval_s:g} s, restart {cfg.restart_s:g} s; failures at "
         f"{cfg.failures.node_rate_per_h * cfg.failures.scale:.3g} per node-hour (Llama 3), x{cfg.stress_scale:g} "
         f"in the spare study; repairs lognormal, median {cfg.failures.repair_median_s:g} s; spares "
-        f"{100 * cfg.spare_fraction:g} % of the nodes.",
+        f"{100 * cfg.spare_fraction:g} % of the nodes; under ours a blocked research job may wait "
+        f"{cfg.checkpoint_wait_s:g} s for its victims' checkpoints.",
         "",
         "Nodes per window (load-1.0 size / peak size): "
         + ", ".join(

@@ -69,7 +69,7 @@ def peak_nodes(jobs: list[Job], start_s: float, end_s: float, gpus_per_node: int
     return max(at_least, math.ceil(float(offered.max()) / 3600.0 / gpus_per_node))
 
 
-def _victim_rule(name: str | None) -> VictimRule | None:
+def _victim_rule(name: str | None, cfg: Suite3Config) -> VictimRule | None:
     if name is None:
         return None
     if name == "kube":
@@ -78,7 +78,7 @@ def _victim_rule(name: str | None) -> VictimRule | None:
         return KaiVictims()
     # the lowest class first: chosen on the tuning windows (a killed research job requeues and
     # preempts best-effort work in turn, so a cheap research victim costs twice)
-    return CheckpointAwareVictims(lowest_class_first=True)
+    return CheckpointAwareVictims(lowest_class_first=True, wait_price=cfg.wait_price)
 
 
 def _seed(window: str, seed: int, salt: str) -> int:
@@ -107,10 +107,11 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
         spare_policy=v.spare,
         elastic=cfg.elastic if v.elastic else None,
         standby_nodes=standby,
+        checkpoint_wait_s=cfg.checkpoint_wait_s,
     )
     spares = spare_nodes(topo, v.spare, cfg.spare_fraction)
     policy = GangAware(Workload.from_jobs(jobs))
-    result = simulate3(topo, jobs, policy, sim_cfg, outages, spares, _victim_rule(v.victims))
+    result = simulate3(topo, jobs, policy, sim_cfg, outages, spares, _victim_rule(v.victims, cfg))
     metrics = summarise3(result, gpn, cfg.serve_grace_s)
     metrics["outages"] = float(len(outages))
     return Run3(window, seed, name, nodes, result.event_hash, metrics)

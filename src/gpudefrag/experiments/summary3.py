@@ -13,7 +13,8 @@
 * ``wait_p50_s_<class>`` / ``wait_p95_s_<class>``: submission to first start, by priority class;
   a job of the window that never started counts with the time from its submission to the end
   (a lower bound), so a variant that starves a class cannot show a shorter wait;
-* ``preemptions`` (plans executed), ``preempted_jobs`` (killed), ``moves``, ``spare_evictions``,
+* ``preemptions`` (plans executed), ``preempted_jobs`` (killed), ``preemption_waits`` (plans
+  a blocked job waited for, for its victims' checkpoints), ``moves``, ``spare_evictions``,
   ``failures``, ``jobs_killed_by_failure``, ``completed`` (each counted inside the window only),
   ``pending_at_end``, ``running_at_end``;
 * ``unserved_at_end``: jobs of the window that never started although they were submitted at
@@ -70,6 +71,7 @@ def summarise3(result: Sim3Result, gpus_per_node: int, serve_grace_s: float = 0.
     for key in (
         "preemptions",
         "preempted_jobs",
+        "preemption_waits",
         "moves",
         "spare_evictions",
         "failures",
