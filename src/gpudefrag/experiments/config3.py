@@ -101,7 +101,7 @@ class Suite3Config:
     (:class:`~gpudefrag.capacity.sim3.Sim3Config`; only ``ours`` ever waits).  Chosen on the
     tuning windows on 2026-12-02, after confirmation-3 and before confirmation-4 was run (ours
     against kube, GPU-hours lost to preemption: 35.4 % fewer without waiting, 47.2 / 53.2 /
-    56.5 % with 300 / 600 / 900 s; research p95 wait where it was 0 s: up to 608 / 425 / 702 s;
+    56.5 % with 300 / 600 / 900 s; research p95 wait where it was 0 s: up to 162 / 425 / 650 s;
     production unchanged)."""
     wait_price: float = 0.0
     """What ``ours`` charges per GPU-second of such a wait
