@@ -105,7 +105,7 @@ def add_suite2_command(suites) -> None:
         help="gangs on a multi-level topology from real traces (ITP, Philly)",
         description="Replay busiest-week windows of the ITP and Philly traces at loads 1.0/1.25/1.5 "
         "with the baselines (Volcano, Kueue TAS, KAI, KAI+Consolidate, Slurm tree, FGD) and ours "
-        "(gang-aware placement, CP-SAT batches, checkpoint-aware defragmentation with drain reservations).  Tune on the "
+        "(gang-aware placement, CP-SAT batches, checkpoint-aware defragmentation).  Tune on the "
         "tuning windows (runs/suite2-tuning/); run the report windows once, at the end (runs/suite2/).",
     )
     s2.add_argument(

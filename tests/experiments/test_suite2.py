@@ -39,6 +39,8 @@ def test_one_window_run_is_deterministic_and_replays_the_trace() -> None:
     assert a.event_hash == b.event_hash and a.metrics["alloc_pct"] == b.metrics["alloc_pct"]
     assert a.nodes == 8 and a.metrics["jobs"] > 400
     assert 0 < a.metrics["alloc_pct"] <= 100
+    idle = sum(a.metrics[f"idle_{k}_pct"] for k in ("empty", "blocked", "reachable", "surplus"))
+    assert idle == pytest.approx(100 - a.metrics["alloc_pct"])
 
 
 def test_suite_2_command_writes_report_csv_and_charts(

@@ -33,6 +33,25 @@ def test_hand_worked_gang_waits_for_two_whole_nodes() -> None:
     assert sorted(next(r for r in res.records if r.job.job_id == 2).nodes) == [0, 1]
 
 
+def test_idle_time_is_split_by_what_the_queue_could_use() -> None:
+    # The run above: 8 GPUs idle on [0,10) with nothing queued (80 GPU-s); from 10 the gang B
+    # asks 16 > free: 8 idle on [10,20), 4 on [20,50) while C runs, 8 on [50,100) -> 600 blocked.
+    jobs = [Job(1, 0, 100, 8), Job(2, 10, 50, 16), Job(3, 20, 30, 4)]
+    m = simulate(superpod(2), jobs, _ours(jobs), GangSimConfig(0, 150)).meter
+    assert (m.idle_empty_gpu_s, m.idle_blocked_gpu_s) == pytest.approx((80, 600))
+    assert m.idle_reachable_gpu_s == m.idle_surplus_gpu_s == 0
+    # Two 6-GPU jobs hold one node each on [0,100); C (3 GPUs, t=10) fits the 4 free GPUs by
+    # count but no node: 3 reachable + 1 surplus on [10,100).  Empty queue: 4 on [0,10),
+    # 13 on [100,110) while C runs, 16 on [110,120).  Sum 690 = 16 x 120 - (1200 + 30).
+    jobs = [Job(1, 0, 100, 6), Job(2, 0, 100, 6), Job(3, 10, 10, 3)]
+    res = simulate(superpod(2), jobs, _ours(jobs), GangSimConfig(0, 120))
+    m = res.meter
+    assert next(r.start_s for r in res.records if r.job.job_id == 3) == 100
+    assert (m.idle_empty_gpu_s, m.idle_blocked_gpu_s) == pytest.approx((40 + 130 + 160, 0))
+    assert (m.idle_reachable_gpu_s, m.idle_surplus_gpu_s) == pytest.approx((270, 90))
+    assert res.allocation == pytest.approx(1230 / 1920)
+
+
 def test_backfill_lets_a_small_job_pass_a_blocked_gang() -> None:
     jobs = [Job(1, 0, 100, 4), Job(2, 1, 10, 16), Job(3, 2, 10, 4)]
     res = simulate(superpod(2), jobs, _ours(jobs), GangSimConfig(0, 50))

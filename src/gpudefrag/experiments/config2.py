@@ -8,7 +8,8 @@ Variants:
   ``slurm`` (topology/tree best fit), ``fgd`` (FGD per pod inside the chosen domain);
 * ours: ``ours`` (the gang-aware measure, :mod:`gpudefrag.gangs.ours`), ``ours-batch`` (a
   pass's first jobs placed jointly by CP-SAT, :mod:`gpudefrag.gangs.batch`) and ``ours+defrag``
-  (with the checkpoint-aware defragmenter, :mod:`gpudefrag.gangs.defrag`).
+  (with the checkpoint-aware defragmenter, :mod:`gpudefrag.gangs.defrag`; drain reservations
+  are off by default, ``DefragConfig.drain_after_s`` turns them on).
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ class Suite2Config:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     defrag_tick_s: float = 60.0
-    # chosen on the tuning windows (docs/tuning-suite2.md): drain reservations after 6 h of waiting
-    defrag: DefragConfig = field(default_factory=lambda: DefragConfig(drain_after_s=6 * 3600.0))
+    # chosen on the tuning windows (docs/tuning-suite2.md, 2026-12-02): no drain reservations
+    # (they idled whole nodes on both held-out sets) and up to 32 moves per plan (8 could not
+    # empty the nodes of a 64-GPU gang)
+    defrag: DefragConfig = field(default_factory=lambda: DefragConfig(max_moves=32))
 
 
 def make_variant(

@@ -67,6 +67,11 @@ def summarise(result: GangSimResult, topology: Topology) -> dict[str, float]:
         out[f"whole_{name}_mean"] = (m.whole_domains_s[li] / m.span_s) if m.whole_domains_s else 0.0
     out["stranded_gpus_mean"] = m.stranded_gpu_s / m.gang_wait_s if m.gang_wait_s > 0 else 0.0
     out["gang_wait_share_pct"] = 100.0 * m.gang_wait_s / m.span_s
+    gpu_span_s = m.span_s * result.total_gpus
+    out["idle_empty_pct"] = 100.0 * m.idle_empty_gpu_s / gpu_span_s
+    out["idle_blocked_pct"] = 100.0 * m.idle_blocked_gpu_s / gpu_span_s
+    out["idle_reachable_pct"] = 100.0 * m.idle_reachable_gpu_s / gpu_span_s
+    out["idle_surplus_pct"] = 100.0 * m.idle_surplus_gpu_s / gpu_span_s
     out["migrations"] = float(result.migrations)
     out["gang_moves"] = float(result.gang_moves)
     out["plans"] = float(result.plans)

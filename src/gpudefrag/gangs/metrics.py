@@ -7,7 +7,22 @@ advance` adds ``value x overlap`` of the step with the window ``[start_s, end_s)
 * ``whole_nodes_s``: nodes with every GPU free;
 * ``whole_domains_s[l]``: domains of level l with every node wholly free;
 * ``stranded_gpu_s``: free GPUs not on wholly free nodes, counted only while a multi-node gang
-  waits (``gang_wait_s`` is that time): room a whole-node gang cannot use.
+  waits (``gang_wait_s`` is that time): room a whole-node gang cannot use;
+* the idle GPU time split by what the queue could have used of it (only when the simulator
+  passes a :class:`QueueRoom`), the four parts summing to the idle GPU time:
+
+  - ``idle_empty_gpu_s``: nothing queued;
+  - ``idle_blocked_gpu_s``: every queued job asks more GPUs than are free in total, so no
+    placement and no move could start one (only a preemption could);
+  - ``idle_reachable_gpu_s``: ``min(free, sum of the GPUs of the queued jobs that each ask no
+    more than are free)``: room that queued jobs fit by count, which a perfect placement or
+    defragmentation could have filled at that moment;
+  - ``idle_surplus_gpu_s``: the rest of the free GPUs while some job fits (more room than the
+    fitting jobs ask).
+
+  ``idle_reachable_gpu_s`` bounds, to first order, what any placement or move-based
+  defragmenter could add to this run's allocation: it is the only idle time a queued job could
+  have used.  (Only to first order: a different policy follows a different trajectory.)
 """
 
 from __future__ import annotations
@@ -18,7 +33,7 @@ import numpy as np
 
 from gpudefrag.model.gang_state import GangState
 
-__all__ = ["Meter", "Snapshot"]
+__all__ = ["Meter", "QueueRoom", "Snapshot", "queue_room"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +60,29 @@ def snapshot(state: GangState) -> Snapshot:
     return Snapshot(state.used_gpus(), int(whole.sum()), tuple(doms), free_total - free_whole)
 
 
+@dataclass(frozen=True, slots=True)
+class QueueRoom:
+    """What the queue could use of the free GPUs at one moment, by GPU count alone."""
+
+    queued: int
+    free_gpus: float
+    reachable_gpus: float
+
+
+def queue_room(state: GangState, queued_milli: dict[tuple[int, bool], int]) -> QueueRoom:
+    """The :class:`QueueRoom` of ``state`` for a queue given as ``(GPU milli the job asks in
+    total, whether it shares a GPU) -> number of queued jobs``.  A whole-GPU job fits by count
+    when it asks at most the wholly free GPUs; a sharing pod when it asks at most the free milli."""
+    free_milli = int(state.free_milli.sum())
+    whole_milli = int(state.free_gpus.sum()) * 1000
+    queued = fit = 0
+    for (milli, sharing), count in queued_milli.items():
+        queued += count
+        if milli <= (free_milli if sharing else whole_milli):
+            fit += milli * count
+    return QueueRoom(queued, free_milli / 1000.0, min(free_milli, fit) / 1000.0)
+
+
 @dataclass
 class Meter:
     start_s: float
@@ -54,9 +92,16 @@ class Meter:
     whole_domains_s: list[float] = field(default_factory=list)
     stranded_gpu_s: float = 0.0
     gang_wait_s: float = 0.0
+    idle_empty_gpu_s: float = 0.0
+    idle_blocked_gpu_s: float = 0.0
+    idle_reachable_gpu_s: float = 0.0
+    idle_surplus_gpu_s: float = 0.0
 
-    def advance(self, t0_s: float, t1_s: float, snap: Snapshot, gang_waiting: bool) -> None:
-        """Account the step ``[t0_s, t1_s)`` during which the state was ``snap``."""
+    def advance(
+        self, t0_s: float, t1_s: float, snap: Snapshot, gang_waiting: bool, room: QueueRoom | None = None
+    ) -> None:
+        """Account the step ``[t0_s, t1_s)`` during which the state was ``snap`` (and the queue
+        could use ``room`` of it)."""
         lo, hi = max(t0_s, self.start_s), min(t1_s, self.end_s)
         if hi <= lo:
             return
@@ -70,6 +115,15 @@ class Meter:
         if gang_waiting:
             self.stranded_gpu_s += snap.stranded_gpus * dt
             self.gang_wait_s += dt
+        if room is None:
+            return
+        if room.queued == 0:
+            self.idle_empty_gpu_s += room.free_gpus * dt
+        elif room.reachable_gpus == 0:
+            self.idle_blocked_gpu_s += room.free_gpus * dt
+        else:
+            self.idle_reachable_gpu_s += room.reachable_gpus * dt
+            self.idle_surplus_gpu_s += (room.free_gpus - room.reachable_gpus) * dt
 
     @property
     def span_s(self) -> float:

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
-from gpudefrag.gangs.metrics import Meter, snapshot
+from gpudefrag.gangs.metrics import Meter, queue_room, snapshot
 from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter, RunningInfo
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
@@ -129,6 +129,7 @@ class _Sim:
         self.now = 0.0
         self.rooms_version = 0
         self.queued_gangs = 0  # queued jobs larger than one node (multi-node gangs)
+        self.queued_milli: dict[tuple[int, bool], int] = {}  # (GPU milli asked, sharing) -> jobs queued
         self.shapes: dict[int, tuple[object, ...]] = {}
 
     # ---- events ----------------------------------------------------------------------------
@@ -142,6 +143,7 @@ class _Sim:
     def _start(self, job: Job, nodes: list[int]) -> None:
         """Start a queued job (every caller starts one from the queue)."""
         self.queued_gangs -= self._is_gang(job)
+        self._count_queued(job, -1)
         self.state.bind(job, nodes)
         check_job(self.state, job)
         run = Running(job, self.now, self.now)
@@ -151,6 +153,14 @@ class _Sim:
         if rec is not None:
             rec.start_s, rec.nodes = self.now, tuple(nodes)
         self.hash.update(f"S{job.job_id}@{self.now:.3f}:{nodes}".encode())
+
+    def _count_queued(self, job: Job, delta: int) -> None:
+        key = (round(job.gpu_share * 1000), job.is_sharing)
+        left = self.queued_milli.get(key, 0) + delta
+        if left:
+            self.queued_milli[key] = left
+        else:
+            del self.queued_milli[key]
 
     def _end(self, job_id: int, token: int) -> None:
         run = self.running.get(job_id)
@@ -306,11 +316,11 @@ class _Sim:
     def run(self) -> GangSimResult:
         cfg = self.cfg
         next_tick = cfg.measure_start_s if self.defrag is not None else float("inf")
-        snap, waiting = snapshot(self.state), False
+        snap, waiting, room = snapshot(self.state), False, queue_room(self.state, self.queued_milli)
         while True:
             t_event = self.events[0][0] if self.events else float("inf")
             t = min(t_event, next_tick, cfg.measure_end_s)
-            self.meter.advance(self.now, t, snap, waiting)
+            self.meter.advance(self.now, t, snap, waiting, room)
             self.now = t
             if t >= cfg.measure_end_s:
                 break
@@ -321,6 +331,7 @@ class _Sim:
                     self.queue.append(self._key(job))
                     self.new_jobs.append(job_id)
                     self.queued_gangs += self._is_gang(job)
+                    self._count_queued(job, +1)
                 else:
                     self._end(job_id, token)
             self.queue.sort()
@@ -333,6 +344,7 @@ class _Sim:
             if cfg.check_every_event:
                 check_state(self.state)
             snap, waiting = snapshot(self.state), self.queued_gangs > 0
+            room = queue_room(self.state, self.queued_milli)
         check_state(self.state)
         return self._finish()
 
