@@ -32,6 +32,17 @@ def test_summary_counts_spread_and_one_leaf_gangs() -> None:
     assert m["pending_at_end"] == 0
 
 
+def test_censored_gang_wait_counts_pending_gangs_until_the_window_ends() -> None:
+    # 4 nodes x 8 GPUs.  A (8 GPUs) holds a node on [0,100); gang B (32) waits from 10 to 100;
+    # gang C (32, t=20) is still pending when the window ends at 105: waited 85 s by then.
+    jobs = [Job(1, 0, 100, 8), Job(2, 10, 10, 32), Job(3, 20, 10, 32)]
+    topo = uniform(4, 8, [("leaf", 4), ("spine", 0)])
+    m = summarise(simulate(topo, jobs, GangAware(Workload.from_jobs(jobs)), GangSimConfig(0, 105)), topo)
+    assert m["pending_at_end"] == 1
+    assert m["wait_p95_s_32p"] == pytest.approx(90)  # started gangs only
+    assert m["wait_p95_s_32p_censored"] == pytest.approx(85 + 0.95 * (90 - 85))
+
+
 def test_one_window_run_is_deterministic_and_replays_the_trace() -> None:
     cfg = Suite2Config(windows=("itp01-w1",), set_name="test", loads=(1.0,))
     a = run_one(cfg, "itp01-w1", 1.0, "ours")

@@ -26,6 +26,7 @@ TABLE_METRICS = (
     ("wait_p50_s", "wait p50 s", 0),
     ("wait_p95_s", "wait p95 s", 0),
     ("wait_p95_s_32p", "p95 wait 32+ s", 0),
+    ("wait_p95_s_32p_censored", "p95 wait 32+ incl. pending s", 0),
     ("jct_mean_s", "JCT mean s", 0),
     ("pending_at_end", "pending", 1),
     ("gang_one_leaf_pct", "gangs in 1 leaf %", 1),
@@ -147,12 +148,15 @@ def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Bar]:
             )
         bases = [b for b in BASELINES if b in v]
         if bases:
-            p95 = {b: _mean(_values(runs, top, b, "wait_p95_s_32p", cfg.windows)) for b in bases}
+            # pending gangs count as waiting until the window's end: same jobs for every variant
+            metric = "wait_p95_s_32p_censored"
+            p95 = {b: _mean(_values(runs, top, b, metric, cfg.windows)) for b in bases}
             best_b = min(p95, key=lambda b: p95[b])
-            ours = _mean(_values(runs, top, "ours+defrag", "wait_p95_s_32p", cfg.windows))
+            ours = _mean(_values(runs, top, "ours+defrag", metric, cfg.windows))
             out.append(
                 Bar(
-                    f"p95 wait of 32+ GPU gangs, ours+defrag <= best baseline ({best_b}) at {top}x",
+                    f"p95 wait of 32+ GPU gangs (pending ones until the window's end), ours+defrag <= best "
+                    f"baseline ({best_b}) at {top}x",
                     f"{ours:,.0f} s vs {p95[best_b]:,.0f} s",
                     ours <= p95[best_b],
                 )

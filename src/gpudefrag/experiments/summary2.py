@@ -5,7 +5,12 @@ Every figure is over the measurement window: jobs submitted in it, time integral
 * ``alloc_pct`` / ``useful_pct``: time-averaged GPUs in use / the same less the GPU time moves
   wasted (work redone, restarts), in % of the cluster's GPUs;
 * ``wait_pXX_s`` over all started jobs, ``wait_p95_s_<size>`` by job size in GPUs (``size_32p``
-  = 32 or more); ``jct_mean_s`` (completion - submit, completed jobs);
+  = 32 or more); ``wait_p95_s_32p_censored``: the p95 wait of every 32+ GPU job submitted in
+  the window, a job still pending at the window's end counted as waiting until then (so a
+  variant that never starts a gang does not look fast, and every variant of a window is
+  measured over the same jobs); ``jct_mean_s`` (completion - submit, completed jobs);
+* ``idle_<part>_pct``: the idle GPU time split by what the queue could use of it (see
+  :mod:`gpudefrag.gangs.metrics`), in % of the GPU time;
 * ``pending_at_end``: jobs submitted in the window and not started by its end;
 * ``gang_one_leaf_pct``: multi-node gangs started in the window with every pod in one domain of
   the lowest topology level; ``excess_spread_<level>``: domains used minus the fewest that could
@@ -58,6 +63,9 @@ def summarise(result: GangSimResult, topology: Topology) -> dict[str, float]:
         out[f"wait_p50_s_{name}"] = _pct(w, 50)
         out[f"wait_p95_s_{name}"] = _pct(w, 95)
         out[f"wait_p99_s_{name}"] = _pct(w, 99)
+    end_s = result.meter.end_s
+    big = [(r.start_s if r.start_s is not None else end_s) - r.job.submit_s for r in recs if r.job.gpus >= 32]
+    out["wait_p95_s_32p_censored"] = _pct(big, 95)
     done = [r.end_s - r.job.submit_s for r in recs if r.end_s is not None]
     out["jct_mean_s"] = float(np.mean(done)) if done else float("nan")
     out.update(_spread(result, topology))
