@@ -259,3 +259,57 @@ def test_history_estimates_replace_true_run_times(gen, long_s, history_s, planne
         assert r.migrations_executed == 4 and r.first_bind_s[B] == pytest.approx(T0 + GRACE + 1.0)
     else:
         assert_no_moves(r, 1 + long_s + 1.0)
+
+
+# ----------------------------------------------------------------------------- (h) small-pod margin
+def _shared_scenario() -> SyntheticWorkload:
+    """S0, S1 (half a GPU each, 1300 s of work) arrive at 0; P (one whole GPU, 1000 s) at 1000."""
+    specs = [PodSpec(1000, 1024, 1, 500, -1, "S0"), PodSpec(1000, 1024, 1, 500, -1, "S1")]
+    specs.append(PodSpec(1000, 1024, 1, 1000, -1, "P"))
+    return SyntheticWorkload(
+        pods=pod_batch(specs),
+        arrival_s=np.array([0.0, 0.0, 1000.0]),
+        duration_s=np.array([1300.0, 1300.0, 1000.0]),
+        checkpoint_interval_s=np.full(3, 600.0),
+        checkpoint_phase_s=np.zeros(3),
+        do_not_disrupt=np.zeros(3, dtype=bool),
+        priority=np.zeros(3, np.int64),
+        warmup_s=0.0,
+        horizon_s=5_000.0,
+        offered_load=1.0,
+    )
+
+
+@pytest.mark.parametrize("small_margin, planned", [(None, False), (0.5, False), (-0.5, True)])
+def test_small_pods_have_a_margin_of_their_own(gen, small_margin, planned):
+    # S0 and S1 share no GPU (one-GPU nodes 0 and 1), so P is blocked by fragmentation.  At
+    # T0 each S pod has run 1000 s, 400 s since its checkpoint at 600: moving one costs
+    # 0.5 x (400 + 30 + 60) = 245 GPU-s and saves P 1 x (300 - 30) = 270 GPU-s of wait.  The
+    # planner's margin 0.5 asks for 367.5 and refuses; a small-pod margin of -0.5 asks for 122.5
+    def make(sim):
+        return controller(sim.true_runtimes, small_pods_per_tick=2, small_margin=small_margin)
+
+    one_gpu = ("G2", 1, 96000, 393216)
+    sim = Simulator(
+        gen.build_cluster([one_gpu, one_gpu]),
+        _shared_scenario(),
+        Pinned({"S0": 0, "S1": 1}),
+        TimedConfig(migration=MIGRATION, latency=LatencyModel.constant(1.0), full_check_every=1),
+    )
+    r = sim.run(make(sim))
+    if planned:
+        assert r.migrations_executed == 1 and r.reservations_fulfilled == 1
+        assert r.first_bind_s[2] == pytest.approx(T0 + GRACE + 1.0)
+    else:
+        assert_no_moves_of(r)
+        assert r.first_bind_s[2] == pytest.approx(1301.0 + 1.0)
+
+
+def assert_no_moves_of(r) -> None:
+    assert r.migrations_executed == r.reservations_made == 0 and r.gpu_hours_lost == 0
+
+
+def test_small_margin_must_be_above_minus_one():
+    ctl = DefragController.with_config(PlannerConfig(), ResidualLife([1000.0]))
+    with pytest.raises(ValueError, match="small_margin"):
+        DefragController(ctl.planner, ctl.runtimes, small_margin=-1.0)

@@ -12,7 +12,8 @@ pods bound on their targets and no longer movable, their freed nodes excluded).
 With ``small_pods_per_tick`` > 0, pods asking for at most one GPU (whole or shared) have a
 budget of their own (``small_pods_per_tick`` tries, ``small_plans_per_tick`` plans): their plans
 are mostly cheap consolidations of shared GPUs, and in a shared budget the oldest pods, large
-multi-GPU pods that rarely get a plan, would use up every try.
+multi-GPU pods that rarely get a plan, would use up every try.  They may also have a hysteresis
+margin of their own (``small_margin``).
 
 With ``headroom_fraction`` > 0, a pod asking for 2+ GPUs is planned for only while, with it
 placed, at least that fraction of the cluster's GPU capacity would stay free (shared GPUs'
@@ -76,6 +77,10 @@ class DefragController:
     with them placed (0: always)."""
     min_wait_s: float = 0.0
     """A pod gets plans only once it has waited this long since it arrived (0: at once)."""
+    small_margin: float | None = None
+    """Hysteresis margin of the plans for pods of at most one GPU, when they have a budget of
+    their own (None: the planner's ``margin``).  Below 0 such a plan may cost more than it
+    saves: it buys a shorter wait for the pods whose waits make the wait tail."""
     draw_seed: int = 0
     """Seed of the generator that pairs the run-time draws across pods (with the planner's
     ``wait_draws`` > 0)."""
@@ -86,6 +91,9 @@ class DefragController:
         self._last_try: dict[int, float] = {}
         self._last_tick = float("-inf")
         self._rng = np.random.default_rng(self.draw_seed)
+        self._small: DefragPlanner | None = None
+        if self.small_margin is not None and not self.small_margin > -1.0:
+            raise ValueError(f"small_margin must be above -1, got {self.small_margin}")
 
     @classmethod
     def with_config(cls, config: PlannerConfig, runtimes: RuntimeEstimator) -> DefragController:
@@ -142,6 +150,15 @@ class DefragController:
         free_after_milli = int(state.gpu_milli_left.sum()) - pod.num_gpu * pod.gpu_milli
         return free_after_milli >= self.headroom_fraction * state.gpu_capacity_milli
 
+    def _small_planner(self) -> DefragPlanner:
+        """The planner of the small-pod budget: the main one with ``small_margin``."""
+        margin = self.small_margin
+        if margin is None:
+            return self.planner
+        if self._small is None or self._small.config.margin != margin:
+            self._small = DefragPlanner(replace(self.planner.config, margin=margin))
+        return self._small
+
     def _budget_class(self, spec: PodSpec) -> str:
         """``small`` for pods of at most one GPU when they have their own budget, else ``main``."""
         return "small" if self.small_pods_per_tick > 0 and spec.num_gpu <= 1 else "main"
@@ -191,7 +208,8 @@ class DefragController:
                 pods = cluster.running
                 running = self._movable(pods, now_s)
                 draws = self._draws(pods, now_s, state.num_nodes, running)
-            plan = self.planner.plan(
+            planner = self._small_planner() if cls == "small" else self.planner
+            plan = planner.plan(
                 state,
                 running,
                 pending.spec,

@@ -97,6 +97,8 @@ class Suite1bConfig:
     blocked_pods_per_tick: int = 4  # blocked pods tried per tick; doc: "Defragmenter budget"
     small_pods_per_tick: int = 4  # pods of <= 1 GPU tried per tick; doc: "Small-pod budget"
     small_plans_per_tick: int = 2  # plans for pods of <= 1 GPU per tick; doc: "Small-pod budget"
+    # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
+    small_margin: float | None = None
     headroom_fraction: float = 0.05  # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate"
     solver: SolverConfig = field(  # batch placer; doc: the four "Solver: ..." sections
         default_factory=lambda: SolverConfig(
@@ -134,6 +136,10 @@ class Suite1bConfig:
                 raise ConfigError(f"{name}={value}: must be a finite number >= 0")
         if not 0.0 <= self.headroom_fraction < 1.0:
             raise ConfigError(f"headroom_fraction={self.headroom_fraction}: must be in [0, 1)")
+        if self.small_margin is not None and not (
+            math.isfinite(self.small_margin) and self.small_margin > -1.0
+        ):
+            raise ConfigError(f"small_margin={self.small_margin}: must be a finite number above -1 (or none)")
         if not (math.isfinite(self.horizon_h) and 0 < self.horizon_h <= MAX_HORIZON_H):
             raise ConfigError(f"horizon_h={self.horizon_h}: must be > 0 and at most {MAX_HORIZON_H:g}")
         if not all(math.isfinite(x) and 0 < x <= MAX_LOAD for x in self.loads):

@@ -102,6 +102,7 @@ def make_defragmenter(
         small_plans_per_tick=config.small_plans_per_tick,
         headroom_fraction=config.headroom_fraction,
         min_wait_s=config.min_wait_before_plan_s,
+        small_margin=config.small_margin,
     )
 
 
