@@ -109,10 +109,10 @@ def run(gen, wl: SyntheticWorkload, make_defrag=None, hook=None, extra_nodes=())
     return sim.run(None if make_defrag is None else make_defrag(sim))
 
 
-def assert_no_moves(r, b_start: float) -> None:
+def assert_no_moves(r, b_start: float, blocked: int = B) -> None:
     assert r.migrations_executed == r.migrations_aborted == r.plans_aborted == 0
     assert r.reservations_made == 0 and r.gpu_hours_lost == 0 and r.gpu_hours_held_twice == 0
-    assert r.first_bind_s[B] == pytest.approx(b_start)
+    assert r.first_bind_s[blocked] == pytest.approx(b_start)
 
 
 # ----------------------------------------------------------------------------- (a) the plan runs
@@ -301,12 +301,7 @@ def test_small_pods_have_a_margin_of_their_own(gen, small_margin, planned):
         assert r.migrations_executed == 1 and r.reservations_fulfilled == 1
         assert r.first_bind_s[2] == pytest.approx(T0 + GRACE + 1.0)
     else:
-        assert_no_moves_of(r)
-        assert r.first_bind_s[2] == pytest.approx(1301.0 + 1.0)
-
-
-def assert_no_moves_of(r) -> None:
-    assert r.migrations_executed == r.reservations_made == 0 and r.gpu_hours_lost == 0
+        assert_no_moves(r, 1301.0 + 1.0, blocked=2)
 
 
 def test_small_margin_must_be_above_minus_one():
