@@ -39,8 +39,8 @@ of the earlier issues, run many times while settings were chosen, so spent for r
 ``confirmation``: 20 seeds picked on 2026-11-30 that no run had used; run once, on 2026-12-01
 at commit 44eea55 (issue 15), so now spent.  ``confirmation-2``: 20 seeds picked on 2026-12-01
 after that run; run once, on 2026-12-03 at commit e93b22a, so now spent.  ``confirmation-3``: 20
-seeds picked on 2026-12-03 after that run, never run yet: the next confirmation.  A confirmation set runs once, at the
-end, with the suite's own settings, and its figures are the ones reported."""
+seeds picked on 2026-12-03 after that run, never run yet: the next confirmation.  A confirmation
+set runs once, at the end, with the suite's own settings, and its figures are the ones reported."""
 RUN_ONCE_SEED_SETS = ("confirmation", "confirmation-2", "confirmation-3")
 
 
