@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -136,6 +137,56 @@ def test_plans_respect_budget_protection_hysteresis_and_fit(data, gen, max_moves
         work.unbind(Placement(p.node, p.gpus, p.spec))
     view = _view(work, plan.target_node)
     assert place_on_view(view, pod) is not None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_reused_planner_answers_as_a_fresh_one(data, gen):
+    """The planner keeps its fit memo and pod grouping between calls on the same state and
+    running list: changing the state in place, the excluded nodes or the list must drop them."""
+    state, placements, pod = data.draw(scenarios(gen, max_nodes=4, max_pods=12))
+    running = _running(state, placements, data)
+    # pods the planner does not see as running: they only take room, and leave it again
+    others = gen.random_fill(
+        state, data.draw(st.lists(gen.pods(), max_size=4)), data.draw(st.integers(0, 2**16))
+    )
+    config = PlannerConfig(migration=_instant(60.0), margin=-1.0)  # no hysteresis: more plans
+    reused = DefragPlanner(config)
+    for _ in range(5):
+        excluded = frozenset(data.draw(st.sets(st.integers(0, state.num_nodes - 1), max_size=2)))
+        assert reused.plan(state, running, pod, excluded) == DefragPlanner(config).plan(
+            state, running, pod, excluded
+        )
+        change = data.draw(st.sampled_from(["bind", "unbind", "pin", "none"]))
+        if change == "bind":  # the same state object, filled further in place
+            others += gen.random_fill(state, [data.draw(gen.pods())], data.draw(st.integers(0, 2**16)))
+        elif change == "unbind" and others:  # ... or emptied in place
+            state.unbind(others.pop(data.draw(st.integers(0, len(others) - 1))))
+        elif change == "pin" and running:  # a new list with one pod no longer movable
+            i = data.draw(st.integers(0, len(running) - 1))
+            running = [replace(p, movable=False) if k == i else p for k, p in enumerate(running)]
+
+
+def test_a_reused_planner_sees_room_freed_in_place(gen):
+    # Node 0: a 1-GPU pod that blocks an 8-GPU pod; node 1: full, so the pod has nowhere to go.
+    state = gen.build_cluster([("G2", 8, 96000, 393216), ("G2", 8, 96000, 393216)])
+    small = PodSpec(4000, 1024, 1, 1000)
+    state.bind(Placement(0, (0,), small))
+    fillers = [Placement(1, (g,), PodSpec(1000, 0, 1, 1000)) for g in range(8)]
+    for f in fillers:
+        state.bind(f)
+    running = [MovablePod(0, 0, (0,), small, lost_work_s=400.0, remaining_s=5000.0)]
+    blocked = PodSpec(8000, 1024, 8, 1000)
+    planner = DefragPlanner(PlannerConfig(migration=_instant(60.0), margin=0.5))
+    assert planner.plan(state, running, blocked) is None
+    state.unbind(fillers[3])  # the same state object: node 1 now has one free GPU
+    plan = planner.plan(state, running, blocked)
+    assert plan is not None and plan.moves[0].to_node == 1 and plan.moves[0].to_gpus == (3,)
+    # ... and a new running list with the pod pinned is seen too
+    assert planner.plan(state, [replace(running[0], movable=False)], blocked) is None
+    # ... and so is node 1 excluded (reserved for another pod)
+    assert planner.plan(state, running, blocked, frozenset({1})) is None
+    assert planner.plan(state, running, blocked) == plan  # ... and no longer excluded
 
 
 def test_hysteresis_blocks_a_plan_that_does_not_pay(gen):

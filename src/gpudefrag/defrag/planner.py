@@ -80,6 +80,17 @@ class PlannerConfig:
 
 
 @dataclass(frozen=True)
+class _Groups:
+    """Running pods by node, and by node those movable pods that have another home (in
+    increasing move cost, then pod id) with their move costs (GPU-seconds)."""
+
+    excluded: frozenset[int]
+    on_node: dict[int, list[MovablePod]]
+    by_node: dict[int, list[MovablePod]]
+    costs: dict[int, list[float]]
+
+
+@dataclass(frozen=True)
 class PlannedMove:
     pod_id: int
     from_node: int
@@ -116,6 +127,9 @@ class DefragPlanner:
     def __init__(self, config: PlannerConfig | None = None) -> None:
         self.config = config or PlannerConfig()
         self._fits_memo: dict[tuple[int, ...], set[int]] = {}
+        # what the memo and the grouping were computed for: (state, its node versions, running)
+        self._memo_for: tuple[ClusterState, np.ndarray, list[MovablePod]] | None = None
+        self._groups: _Groups | None = None
 
     def candidate_nodes(self, state: ClusterState, pod: PodSpec) -> list[int]:
         """Nodes whose capacity (not free space) can hold ``pod``."""
@@ -129,6 +143,7 @@ class DefragPlanner:
             range(len(moved)),
             key=lambda i: (-moved[i].spec.total_gpu_milli, -moved[i].spec.cpu_milli, moved[i].pod_id),
         )
+        self._start_call(state)
         views: dict[int, NodeView] = {}
         chosen: list[tuple[int, tuple[int, ...]] | None] = [None] * len(moved)
         budget = [self.config.destination_search_limit]
@@ -167,8 +182,56 @@ class DefragPlanner:
 
         return [c for c in chosen if c is not None] if assign(0) else None
 
+    def _start_call(self, state: ClusterState, running: list[MovablePod] | None = None) -> None:
+        """Drop the fit memo unless this call sees the same ``state`` object with the same node
+        versions (so equal contents), and the grouping also unless it sees the same ``running``
+        list object (``None``: a call that does not group, which keeps the grouping's list).
+
+        Callers pass a new ``running`` list whenever a pod's movability or placement changes
+        (as the controller does after each plan), never the same list mutated in place."""
+        memo_for = self._memo_for
+        if memo_for is not None and memo_for[0] is state and np.array_equal(memo_for[1], state.version):
+            if running is None or memo_for[2] is running:
+                return
+            self._groups = None
+            self._memo_for = (state, memo_for[1], running)
+            return
+        self._fits_memo = {}
+        self._groups = None
+        self._memo_for = (state, state.version.copy(), running if running is not None else [])
+
+    def _grouped(self, state: ClusterState, running: list[MovablePod], excluded: frozenset[int]) -> _Groups:
+        """``running`` by node, and by node the movable pods that fit on another node (not
+        excluded) on their own, cheapest move first; computed once per :meth:`_start_call`
+        window and ``excluded``."""
+        groups = self._groups
+        if groups is not None and groups.excluded == excluded:
+            return groups
+        on_node: dict[int, list[MovablePod]] = {}
+        by_node: dict[int, list[MovablePod]] = {}
+        # fit key -> nodes, not excluded, where a pod of that request fits now
+        homes: dict[tuple[int, ...], set[int]] = {}
+        for p in running:
+            on_node.setdefault(p.node, []).append(p)
+            if not p.movable:
+                continue
+            fit_key = p.spec.fit_key
+            home = homes.get(fit_key)
+            if home is None:
+                home = homes[fit_key] = self._fits_alone(state, p.spec) - excluded
+            if len(home) > 1 or (len(home) == 1 and p.node not in home):  # it has another home
+                by_node.setdefault(p.node, []).append(p)
+        restart_s = self.config.migration.restart_s
+        costs: dict[int, list[float]] = {}
+        for x, pods_x in by_node.items():
+            pods_x.sort(key=lambda p: (move_cost_gpu_s(p, restart_s), p.pod_id))
+            costs[x] = [move_cost_gpu_s(p, restart_s) for p in pods_x]
+        self._groups = _Groups(excluded, on_node, by_node, costs)
+        return self._groups
+
     def _fits_alone(self, state: ClusterState, spec: PodSpec) -> set[int]:
-        """Nodes where a pod of ``spec``'s shape fits now, on its own (memoised per plan call)."""
+        """Nodes where a pod of ``spec``'s shape fits now, on its own (memoised while the state
+        is unchanged, see :meth:`_start_call`)."""
         found = self._fits_memo.get(spec.fit_key)
         if found is None:
             found = set(np.flatnonzero(fits_now_mask(state, spec)).tolist())
@@ -198,7 +261,7 @@ class DefragPlanner:
         treated as immovable up front.
         """
         cfg = self.config
-        self._fits_memo = {}
+        self._start_call(state, running)
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
         delay_s = cfg.migration.eviction_grace_s
         gpus = pod.num_gpu * max(pod.gpu_milli, 0) / GPU_MILLI_PER_GPU
@@ -209,25 +272,14 @@ class DefragPlanner:
             cost_cap = gpus * most_s / (1.0 + cfg.margin)
             if cost_cap <= 0.0:
                 return None
-        wanted = set(candidates)
-        by_node: dict[int, list[MovablePod]] = {}
-        on_node: dict[int, list[MovablePod]] = {}
-        homes: dict[PodSpec, set[int]] = {}  # pod request -> nodes, not excluded, where it fits now
-        for p in running:
-            on_node.setdefault(p.node, []).append(p)
-            if not (p.movable and p.node in wanted):
-                continue
-            home = homes.get(p.spec)
-            if home is None:
-                home = homes[p.spec] = self._fits_alone(state, p.spec) - excluded
-            if len(home) > 1 or (len(home) == 1 and p.node not in home):  # it has another home
-                by_node.setdefault(p.node, []).append(p)
+        groups = self._grouped(state, running, excluded)
+        by_node, on_node = groups.by_node, groups.on_node
         # best: (cost + weighted harm, cost, harm, node, moved pods, destinations)
         best: tuple[float, float, float, int, list[MovablePod], Destinations] | None = None
-        restart_s = cfg.migration.restart_s
         for x in candidates:
-            pods_x = sorted(by_node.get(x, []), key=lambda p: (move_cost_gpu_s(p, restart_s), p.pod_id))
-            costs = [move_cost_gpu_s(p, restart_s) for p in pods_x]
+            if x not in by_node:
+                continue  # nothing on x can move, so no plan frees it
+            pods_x, costs = by_node[x], groups.costs[x]
             view = node_view(state, x)
             # harm >= 0, so a plan costing at least the best total cannot win
             found = self._search_node(
