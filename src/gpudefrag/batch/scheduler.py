@@ -13,9 +13,11 @@ reports is the solver's wall-clock and deterministic time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpudefrag.batch.placer import BatchPlacer
-from gpudefrag.model.cluster import Placement, PlacementError
-from gpudefrag.model.port import Bind, SchedulingCycle, SchedulingDecision
+from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
+from gpudefrag.model.port import Bind, PendingPod, SchedulingCycle, SchedulingDecision
 
 
 class BatchScheduler:
@@ -50,23 +52,33 @@ class BatchScheduler:
         binds: list[Bind] = []
         wall = det = 0.0
         for b, lo in enumerate(range(0, n, self.batch_size)):
-            batch = pending[lo : min(lo + self.batch_size, n)]
-            specs = [p.spec for p in batch]
-            placements: list[Placement | None]
             if self.solver_batches is not None and b >= self.solver_batches:
-                placements = list(self.placer.fgd_plan(work, specs, protected))
-            else:
-                res = self.placer.place(work, specs, protected)
-                wall += res.stats.total_wall_s
-                det += res.stats.deterministic_s
-                placements = list(res.placements)
-            for pod, p in zip(batch, placements):
-                if p is None:
-                    continue
-                try:
-                    work.bind(p)
-                except PlacementError:
-                    self.invalid += 1
-                    continue
-                binds.append(Bind(pod.pod_id, p))
+                # FGD's plan for all the later batches at once: FGD binds in queue order either
+                # way, so this is the batch-by-batch answer without a state copy per batch
+                rest = pending[lo:n]
+                self._bind(work, rest, self.placer.fgd_plan(work, [p.spec for p in rest], protected), binds)
+                break
+            batch = pending[lo : min(lo + self.batch_size, n)]
+            res = self.placer.place(work, [p.spec for p in batch], protected)
+            wall += res.stats.total_wall_s
+            det += res.stats.deterministic_s
+            self._bind(work, batch, res.placements, binds)
         return SchedulingDecision(binds, n, wall, det)
+
+    def _bind(
+        self,
+        work: ClusterState,
+        pods: Sequence[PendingPod],
+        placements: Sequence[Placement | None],
+        binds: list[Bind],
+    ) -> None:
+        """Bind each placed pod on ``work`` and record it; count placements that do not fit."""
+        for pod, p in zip(pods, placements):
+            if p is None:
+                continue
+            try:
+                work.bind(p)
+            except PlacementError:
+                self.invalid += 1
+                continue
+            binds.append(Bind(pod.pod_id, p))
