@@ -34,6 +34,10 @@ RECORDED_WITH = replace(
     Suite1bConfig(),
     hold_reserved_pods=False,
     planner=PlannerConfig(max_moves=8, margin=0.5, harm_weight=1.0, wait_draws=0),
+    small_pods_per_tick=4,
+    small_plans_per_tick=2,
+    small_margin=None,
+    headroom_fraction=0.05,
 )
 """Suite 1b's settings when the fixture was recorded (before issue 15)."""
 

@@ -97,11 +97,11 @@ class Suite1bConfig:
     replan_after_s: float = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
     plans_per_tick: int = 2  # plans executed per tick; doc: "Defragmenter budget"
     blocked_pods_per_tick: int = 4  # blocked pods tried per tick; doc: "Defragmenter budget"
-    small_pods_per_tick: int = 4  # pods of <= 1 GPU tried per tick; doc: "Small-pod budget"
-    small_plans_per_tick: int = 2  # plans for pods of <= 1 GPU per tick; doc: "Small-pod budget"
+    small_pods_per_tick: int = 12  # pods of <= 1 GPU tried per tick; doc: "Small-pod margin"
+    small_plans_per_tick: int = 4  # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
     # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
-    small_margin: float | None = None
-    headroom_fraction: float = 0.05  # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate"
+    small_margin: float | None = -0.5
+    headroom_fraction: float = 0.04  # GPUs that must stay free for a 2+ GPU plan; doc: "Small-pod margin"
     solver: SolverConfig = field(  # batch placer; doc: the four "Solver: ..." sections
         default_factory=lambda: SolverConfig(
             min_solver_batch=2,
