@@ -134,20 +134,21 @@ def node_view(state: ClusterState, node: int) -> NodeView:
 
 
 def fits_on_view(view: NodeView, pod: PodSpec) -> bool:
-    """Would :func:`place_on_view` place ``pod`` on the scratch node?  (Without changing it.)"""
-    if (
-        view.cpu_milli < pod.cpu_milli
-        or view.memory_mib < pod.memory_mib
-        or view.pods + 1 > MAX_PODS_PER_NODE
-    ):
+    """Would :func:`place_on_view` place ``pod`` on the scratch node?  (Without changing it.)
+
+    The rule: CPU, memory and a pod slot free; for a GPU pod, GPUs of an accepted model and
+    either one GPU with ``gpu_milli`` left (a sharing pod) or ``num_gpu`` wholly free GPUs."""
+    if view.cpu_milli < pod.cpu_milli or view.memory_mib < pod.memory_mib or view.pods >= MAX_PODS_PER_NODE:
         return False
-    if pod.gpu_milli <= 0:
+    milli = pod.gpu_milli
+    if milli <= 0:
         return True
-    if not view.gpu_left or not mask_accepts(pod.gpu_model_mask, view.model):
+    left = view.gpu_left
+    if not left or not mask_accepts(pod.gpu_model_mask, view.model):
         return False
-    if pod.is_sharing:
-        return any(left >= pod.gpu_milli for left in view.gpu_left)
-    return sum(1 for left in view.gpu_left if left == GPU_MILLI_PER_GPU) >= pod.num_gpu
+    if pod.num_gpu == 1 and milli < GPU_MILLI_PER_GPU:  # a sharing pod
+        return max(left) >= milli
+    return left.count(GPU_MILLI_PER_GPU) >= pod.num_gpu
 
 
 def place_on_view(view: NodeView, pod: PodSpec) -> tuple[int, ...] | None:
