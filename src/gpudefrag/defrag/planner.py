@@ -7,8 +7,9 @@ For such a pod the planner searches exactly, per candidate node X:
 
 * which movable pods S on X to move out (at most ``max_moves``; never do-not-disrupt or gang
   pods) so that the blocked pod fits on X once they are gone: a depth-first branch and bound
-  over X's pods in increasing cost order, pruning any partial set that already costs at least
-  the best plan found;
+  over X's pods in increasing cost order, pruning any partial set whose cheapest completion
+  (the fewest further moves that could free room, taken from the next-cheapest pods) costs at
+  least the best plan found;
 * where each pod of S goes: another node with room for it *now* (a moved pod holds its source
   and its target during the eviction grace period), found by an exhaustive depth-first search
   over nodes with the canonical GPU choice (tightest GPU for sharing pods, lowest free GPUs for
@@ -326,22 +327,32 @@ class DefragPlanner:
 
         whole = pod.gpu_milli >= GPU_MILLI_PER_GPU
         max_gpus = max((p.spec.num_gpu for p in pods_x), default=0)
+        max_moves = self.config.max_moves
         freed = view.copy()  # the node with the pods of ``chosen`` gone (kept in step by the DFS)
         chosen: list[MovablePod] = []
 
-        def too_few_moves_left() -> bool:
-            """Lower bound: whole-GPU pods need ``num_gpu`` free GPUs; each further move frees
-            at most ``max_gpus`` of them."""
-            if not whole:
-                return False
-            missing = pod.num_gpu - sum(1 for v in freed.gpu_left if v == GPU_MILLI_PER_GPU)
-            if missing <= 0:
-                return False
-            if max_gpus == 0:
-                return True
-            return len(chosen) + -(-missing // max_gpus) > self.config.max_moves
+        def hopeless(start: int, cost: float) -> bool:
+            """True if no set of further pods from ``pods_x[start:]`` added to ``chosen`` (at
+            ``cost``) can free room for the pod at a cost below ``best_cost``.
 
-        if too_few_moves_left():
+            Lower bound on the further moves: 1; for a whole-GPU pod, the wholly free GPUs
+            still missing over the most GPUs one move frees.  The cheapest that many further
+            pods are the next ones (costs ascend), summed in the order the DFS sums them
+            (float addition is monotone, so no completion can cost less)."""
+            need = 1
+            if whole:
+                missing = pod.num_gpu - freed.gpu_left.count(GPU_MILLI_PER_GPU)
+                if missing > 0:
+                    if max_gpus == 0:
+                        return True
+                    need = -(-missing // max_gpus)
+            if len(chosen) + need > max_moves or start + need > len(pods_x):
+                return True
+            for j in range(start, start + need):
+                cost += costs[j]
+            return cost >= best_cost
+
+        if hopeless(0, 0.0):
             return None
 
         def dfs(start: int, cost: float) -> None:
@@ -357,7 +368,7 @@ class DefragPlanner:
                     if dest is not None:
                         best_cost, best = c, (c, list(chosen), dest)
                     # a superset of a fitting set only costs more: no deeper search
-                elif len(chosen) < self.config.max_moves and not too_few_moves_left():
+                elif not hopeless(j + 1, c):
                     dfs(j + 1, c)
                 occupy(freed, pods_x[j])
                 chosen.pop()
