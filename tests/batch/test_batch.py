@@ -104,6 +104,29 @@ def _brute_force_best(state, pods, typical) -> int:
     return best
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_memoised_assignments_equal_assign_subset_in_any_visiting_order(data, gen):
+    """The patterns' memo answers every subset exactly as :func:`assign_subset` does, in
+    whatever order the subsets are asked (so a memoised prefix is never stale)."""
+    from gpudefrag.batch.patterns import _Assignments
+    from gpudefrag.model.fit import node_view
+
+    state = data.draw(gen.clusters(min_nodes=1, max_nodes=2, max_prior=8))
+    pods = _batch(data, gen, 5)
+    base = node_view(state, 0)
+    subsets = [c for k in range(1, len(pods) + 1) for c in itertools.combinations(range(len(pods)), k)]
+    memo = _Assignments(base, pods)
+    for members in data.draw(st.permutations(subsets)):
+        expected = assign_subset(base, pods, members)
+        got = memo.of(members)
+        assert (got is None) == (expected is None)
+        if got is not None and expected is not None:
+            assert got[1] == expected[1]
+            assert got[0] == expected[0]
+    assert base == node_view(state, 0), "the base view must stay as it was"
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_cpsat_optimum_equals_brute_force_on_tiny_instances(data, gen, typical_small):

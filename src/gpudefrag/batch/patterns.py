@@ -54,6 +54,41 @@ def assign_subset(
     return view, gpus
 
 
+class _Assignments:
+    """:func:`assign_subset` on one base node, memoised by the members in canonical order: a
+    subset's assignment is its canonical prefix's (all members but the canonically last one)
+    with that last member placed on a copy, so each subset costs one placement, not one per
+    member, whenever its prefix was assigned before."""
+
+    def __init__(self, base: NodeView, pods: list[PodSpec]) -> None:
+        self.base = base
+        self.pods = pods
+        self.memo: dict[tuple[int, ...], tuple[NodeView, tuple[tuple[int, ...], ...]] | None] = {}
+
+    def of(self, members: tuple[int, ...]) -> tuple[NodeView, dict[int, tuple[int, ...]]] | None:
+        """What ``assign_subset(base, pods, members)`` returns; the view is shared with the
+        memo, so read it only."""
+        order = tuple(canonical_order(self.pods, members))
+        found = self._canonical(order)
+        if found is None:
+            return None
+        view, used = found
+        return view, dict(zip(order, used))
+
+    def _canonical(self, order: tuple[int, ...]) -> tuple[NodeView, tuple[tuple[int, ...], ...]] | None:
+        if order in self.memo:
+            return self.memo[order]
+        prev = (self.base, ()) if len(order) == 1 else self._canonical(order[:-1])
+        result = None
+        if prev is not None:
+            view = prev[0].copy()
+            used = place_on_view(view, self.pods[order[-1]])
+            if used is not None:
+                result = (view, prev[1] + (used,))
+        self.memo[order] = result
+        return result
+
+
 def enumerate_patterns(
     node: int,
     base: NodeView,
@@ -74,6 +109,7 @@ def enumerate_patterns(
     """
     out: list[Pattern] = []
     gpu_count = len(base.gpu_left)
+    assignments = _Assignments(base, pods)
 
     def frag_of(view: NodeView) -> float:
         row = np.zeros(8, dtype=np.int64)
@@ -85,7 +121,7 @@ def enumerate_patterns(
             if len(out) >= max_patterns:
                 return
             subset = members + (candidates[j],)
-            assigned = assign_subset(base, pods, subset)
+            assigned = assignments.of(subset)
             if assigned is None:
                 if not prune and len(subset) < max_size:
                     visit(j + 1, subset)
