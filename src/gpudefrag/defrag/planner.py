@@ -281,11 +281,11 @@ class DefragPlanner:
             if x not in by_node:
                 continue  # nothing on x can move, so no plan frees it
             pods_x, costs = by_node[x], groups.costs[x]
-            view = node_view(state, x)
             # harm >= 0, so a plan costing at least the best total cannot win
-            found = self._search_node(
-                state, x, view, pods_x, costs, pod, best[0] if best is not None else cost_cap, excluded
-            )
+            bound = best[0] if best is not None else cost_cap
+            if costs[0] >= bound:
+                continue  # even the cheapest single move costs too much
+            found = self._search_node(state, x, node_view(state, x), pods_x, costs, pod, bound, excluded)
             if found is None:
                 continue
             harm = (
