@@ -191,6 +191,9 @@ class _Known:
     def remaining_s(self, pod, now_s):
         return self.remaining[pod.pod_id]
 
+    def remaining_all_s(self, pods, now_s):
+        return np.asarray([self.remaining[p.pod_id] for p in pods], dtype=float)
+
     def expected_s(self, pod):
         return float(self.durations[pod.pod_id])
 

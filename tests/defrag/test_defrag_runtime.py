@@ -27,6 +27,16 @@ def test_matches_the_definition(sample, elapsed):
     assert ResidualLife(sample).remaining_after_s(elapsed) == pytest.approx(want, rel=1e-9, abs=1e-6)
 
 
+@given(
+    st.lists(st.floats(0.0, 1e5), min_size=1, max_size=40),
+    st.lists(st.floats(0.0, 2e5), min_size=0, max_size=30),
+)
+def test_the_vectorised_estimate_is_the_scalar_one_bit_for_bit(sample, elapsed):
+    est = ResidualLife(sample)
+    got = est.remaining_after_all_s(np.asarray(elapsed, dtype=np.float64))
+    assert got.tolist() == [est.remaining_after_s(e) for e in elapsed]
+
+
 @pytest.mark.parametrize("bad", [[], [1.0, float("nan")], [-1.0, 5.0], [float("inf")]])
 def test_rejects_bad_samples(bad):
     with pytest.raises(ValueError):

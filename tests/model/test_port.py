@@ -6,7 +6,10 @@ Three nodes of two GPUs each (model id 0, 32 cores, 128 GiB).  Times are in seco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from conftest import InMemoryCluster
 from gpudefrag.batch.placer import BatchPlacer, SolverConfig
@@ -36,6 +39,9 @@ class KnownRemaining:
 
     def remaining_s(self, pod: RunningPod, now_s: float) -> float:
         return self.remaining
+
+    def remaining_all_s(self, pods: Sequence[RunningPod], now_s: float) -> np.ndarray:
+        return np.full(len(pods), self.remaining)
 
     def expected_s(self, pod: PendingPod) -> float:
         return self.run_time

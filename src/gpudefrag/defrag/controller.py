@@ -100,8 +100,8 @@ class DefragController:
         return cls(DefragPlanner(config), runtimes)
 
     def _movable(self, pods: Sequence[RunningPod], now_s: float) -> list[MovablePod]:
-        est = self.runtimes
         grace_s = self.planner.config.migration.eviction_grace_s
+        remaining_s = self.runtimes.remaining_all_s(pods, now_s).tolist()
         return [
             MovablePod(
                 r.pod_id,
@@ -109,10 +109,10 @@ class DefragController:
                 r.gpus,
                 r.spec,
                 lost_work_s=r.work_since_checkpoint_s + grace_s,
-                remaining_s=est.remaining_s(r, now_s),
+                remaining_s=rem_s,
                 movable=not (r.do_not_disrupt or r.migrating),
             )
-            for r in pods
+            for r, rem_s in zip(pods, remaining_s)
         ]
 
     def _draws(

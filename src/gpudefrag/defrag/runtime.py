@@ -38,6 +38,10 @@ class ResidualLife:
         """Expected further run time of a running pod (its mean residual life at its age)."""
         return self.remaining_after_s(now_s - pod.start_s)
 
+    def remaining_all_s(self, pods: Sequence[RunningPod], now_s: float) -> npt.NDArray[np.float64]:
+        """:meth:`remaining_s` of every pod of ``pods`` at once (the same numbers)."""
+        return self.remaining_after_all_s(np.asarray([now_s - p.start_s for p in pods], dtype=np.float64))
+
     def expected_s(self, pod: PendingPod) -> float:
         """Expected run time of a pod that has not started (the sample mean)."""
         return self.mean_s()
@@ -72,6 +76,15 @@ class ResidualLife:
         if longer == 0:
             return 0.0
         return float(self._tail_sum_s[k] / longer - elapsed_s)
+
+    def remaining_after_all_s(self, elapsed_s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """:meth:`remaining_after_s` of each of ``elapsed_s`` (the same IEEE operations, so the
+        same numbers)."""
+        k = np.searchsorted(self._sorted_s, elapsed_s, side="right")
+        longer = self._sorted_s.size - k
+        out: npt.NDArray[np.float64] = self._tail_sum_s[k] / np.maximum(longer, 1) - elapsed_s
+        out[longer == 0] = 0.0
+        return out
 
     def mean_s(self) -> float:
         """The sample's mean run time."""

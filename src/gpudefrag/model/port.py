@@ -146,6 +146,10 @@ class RuntimeEstimator(Protocol):
         """Expected further run time of a running pod."""
         ...
 
+    def remaining_all_s(self, pods: Sequence[RunningPod], now_s: float) -> npt.NDArray[np.float64]:
+        """``remaining_s`` of every pod of ``pods``, in order (one call for a whole tick)."""
+        ...
+
     def expected_s(self, pod: PendingPod) -> float:
         """Expected run time of a pod that has not started."""
         ...

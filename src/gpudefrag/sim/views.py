@@ -97,6 +97,9 @@ class TrueRuntimes:
         core = self._core
         return float(core.workload.duration_s[pod.pod_id]) - core.running[pod.pod_id].work_done(now_s)
 
+    def remaining_all_s(self, pods: Sequence[RunningPod], now_s: float) -> npt.NDArray[np.float64]:
+        return np.asarray([self.remaining_s(p, now_s) for p in pods], dtype=np.float64)
+
     def expected_s(self, pod: PendingPod) -> float:
         return float(self._core.workload.duration_s[pod.pod_id])
 
