@@ -94,6 +94,20 @@ def _mean_wait_beyond_s(
     big = MAX_PODS_PER_NODE
     best = np.empty(competing, dtype=np.float64)  # the earliest rooms elsewhere, ascending
     gl = np.empty(gpu_left.shape[1], dtype=np.int64)
+    # each node's GPU slots and copies of the request now: the same in every draw
+    slots_now = np.zeros(nodes.size, dtype=np.int64)
+    copies_now = np.empty(nodes.size, dtype=np.int64)
+    for i in range(nodes.size):
+        n = nodes[i]
+        c = big - pod_count[n]
+        if req_cpu > 0:
+            c = min(c, cpu_left[n] // req_cpu)
+        if req_mem > 0:
+            c = min(c, mem_left[n] // req_mem)
+        if req_milli > 0:
+            slots_now[i] = _gpu_slots(gpu_left, n, req_milli)
+            c = min(c, slots_now[i] // req_num)
+        copies_now[i] = c
     total = 0.0
     for k in range(draws_s.shape[1]):
         t_x = never_s
@@ -103,16 +117,18 @@ def _mean_wait_beyond_s(
             n = nodes[i]
             is_x = has_target and i == 0
             cutoff = t_x if is_x else min(t_x, best[competing - 1])
+            lo = first[n]
+            if copies_now[i] <= 0 and (lo == first[n + 1] or draws_s[order[lo, k], k] >= cutoff):
+                continue  # no room now and none before the cutoff: the loop below would find none
             cpu, mem, pods = cpu_left[n], mem_left[n], pod_count[n]
-            slots = 0
+            slots = slots_now[i]
             if req_milli > 0:
                 for g in range(gl.size):
                     gl[g] = gpu_left[n, g]
-                slots = _gpu_slots(gpu_left, n, req_milli)
             have = 0
             new = 0
             t = 0.0
-            j = first[n]
+            j = lo
             while True:
                 c = big - pods
                 if req_cpu > 0:
