@@ -64,11 +64,16 @@ class ClusterView:
     @cached_property
     def running(self) -> list[RunningPod]:
         core, w, now = self._core, self._core.workload, self.now_s
+        ids = list(core.running)
+        # the workload's per-pod columns for the running pods, as Python scalars in one go
+        intervals = w.checkpoint_interval_s[ids].tolist()
+        phases = w.checkpoint_phase_s[ids].tolist()
+        keep = w.do_not_disrupt[ids].tolist()
         out = []
-        for i, r in core.running.items():
-            interval = float(w.checkpoint_interval_s[i])
+        for i, r, interval, phase_s, do_not_disrupt in zip(
+            ids, core.running.values(), intervals, phases, keep
+        ):
             done = r.work_done(now)
-            mark = last_checkpoint_work_s(done, interval, float(w.checkpoint_phase_s[i]))
             p = r.placement
             out.append(
                 RunningPod(
@@ -79,8 +84,8 @@ class ClusterView:
                     r.start_s,
                     interval,
                     done,
-                    mark,
-                    bool(w.do_not_disrupt[i]),
+                    last_checkpoint_work_s(done, interval, phase_s),
+                    do_not_disrupt,
                     r.phase != RUN,
                 )
             )
