@@ -129,6 +129,9 @@ class ClusterState:
         self.affinity = np.zeros((n, AFFINITY_TAGS), dtype=np.int64)
         self.version = _fresh_versions(n)
         self._watchers: list[NodeWatcher] = []
+        # fit key -> read-only mask of the nodes that could host such a pod when empty; the
+        # capacity arrays never change after construction, so copies share it
+        self.empty_fit_memo: dict[tuple[int, ...], NDArray[np.bool_]] = {}
         self.gpu_capacity_milli = int(self.gpu_count.sum()) * GPU_MILLI_PER_GPU
         self.used_gpu_milli = 0
 

@@ -98,12 +98,17 @@ def fits_now_mask(state: ClusterState, pod: PodSpec) -> BoolArray:
 
 
 def fits_empty_mask(state: ClusterState, pod: PodSpec) -> BoolArray:
-    """Which nodes of ``state`` could host ``pod`` when empty (module docstring)."""
-    ok: BoolArray = (state.cpu_capacity_milli >= pod.cpu_milli) & (
-        state.memory_capacity_mib >= pod.memory_mib
-    )
-    if pod.gpu_milli > 0:
-        ok &= (state.gpu_count >= pod.num_gpu) & (((pod.gpu_model_mask >> state.model_id) & 1) == 1)
+    """Which nodes of ``state`` could host ``pod`` when empty (module docstring): a read-only
+    array, memoised by the pod's fit key on the state (and its copies, which share the
+    capacities)."""
+    key = pod.fit_key
+    ok = state.empty_fit_memo.get(key)
+    if ok is None:
+        ok = (state.cpu_capacity_milli >= pod.cpu_milli) & (state.memory_capacity_mib >= pod.memory_mib)
+        if pod.gpu_milli > 0:
+            ok &= (state.gpu_count >= pod.num_gpu) & (((pod.gpu_model_mask >> state.model_id) & 1) == 1)
+        ok.setflags(write=False)
+        state.empty_fit_memo[key] = ok
     return ok
 
 
