@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.natural_wait import RunningDraws, stratified_levels
@@ -91,7 +92,6 @@ class DefragController:
         self._last_try: dict[int, float] = {}
         self._last_tick = float("-inf")
         self._rng = np.random.default_rng(self.draw_seed)
-        self._small: DefragPlanner | None = None
         if self.small_margin is not None and not self.small_margin > -1.0:
             raise ValueError(f"small_margin must be above -1, got {self.small_margin}")
 
@@ -129,18 +129,20 @@ class DefragController:
         )
 
     @staticmethod
-    def competing(pending: Sequence[PendingPod], pod: PodSpec) -> int:
-        """Pending pods whose request fits inside ``pod``'s (``pod`` itself included)."""
-        gpu = pod.gpu_milli > 0
-        return sum(
-            1
-            for q in pending
-            if q.spec.cpu_milli <= pod.cpu_milli
-            and q.spec.memory_mib <= pod.memory_mib
-            and (q.spec.gpu_milli > 0) == gpu
-            and q.spec.num_gpu <= pod.num_gpu
-            and q.spec.gpu_milli <= pod.gpu_milli
+    def competing(
+        pending: Sequence[PendingPod], pod: PodSpec, requests: npt.NDArray[np.int64] | None = None
+    ) -> int:
+        """Pending pods whose request fits inside ``pod``'s (``pod`` itself included).
+        ``requests``: :func:`request_table` of ``pending``, when the caller has it."""
+        cpu, mem, num_gpu, gpu_milli = request_table(pending) if requests is None else requests
+        inside = (
+            (cpu <= pod.cpu_milli)
+            & (mem <= pod.memory_mib)
+            & ((gpu_milli > 0) == (pod.gpu_milli > 0))
+            & (num_gpu <= pod.num_gpu)
+            & (gpu_milli <= pod.gpu_milli)
         )
+        return int(np.count_nonzero(inside))
 
     def leaves_headroom(self, state: ClusterState, pod: PodSpec) -> bool:
         """True if ``pod`` asks for at most one GPU, or if with it placed at least
@@ -149,15 +151,6 @@ class DefragController:
             return True
         free_after_milli = int(state.gpu_milli_left.sum()) - pod.num_gpu * pod.gpu_milli
         return free_after_milli >= self.headroom_fraction * state.gpu_capacity_milli
-
-    def _small_planner(self) -> DefragPlanner:
-        """The planner of the small-pod budget: the main one with ``small_margin``."""
-        margin = self.small_margin
-        if margin is None:
-            return self.planner
-        if self._small is None or self._small.config.margin != margin:
-            self._small = DefragPlanner(replace(self.planner.config, margin=margin))
-        return self._small
 
     def _budget_class(self, spec: PodSpec) -> str:
         """``small`` for pods of at most one GPU when they have their own budget, else ``main``."""
@@ -175,6 +168,7 @@ class DefragController:
         state: ClusterState | None = None
         running: list[MovablePod] | None = None
         draws: RunningDraws | None = None
+        requests: npt.NDArray[np.int64] | None = None  # the pending pods' requests, once needed
         limits = {
             "main": (self.blocked_pods_per_tick, self.plans_per_tick),
             "small": (self.small_pods_per_tick, self.small_plans_per_tick),
@@ -204,19 +198,21 @@ class DefragController:
                 blocked_by_fragmentation(state, pending.spec) and self.leaves_headroom(state, pending.spec)
             ):
                 continue
+            if requests is None:
+                requests = request_table(pending_pods)
             if running is None:
                 pods = cluster.running
                 running = self._movable(pods, now_s)
                 draws = self._draws(pods, now_s, state.num_nodes, running)
-            planner = self._small_planner() if cls == "small" else self.planner
-            plan = planner.plan(
+            plan = self.planner.plan(
                 state,
                 running,
                 pending.spec,
                 frozenset(excluded),
-                max(1, self.competing(pending_pods, pending.spec)),
+                max(1, self.competing(pending_pods, pending.spec, requests)),
                 self.runtimes.expected_s(pending),
                 draws,
+                self.small_margin if cls == "small" else None,  # one planner: one memo for both
             )
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1
@@ -227,6 +223,12 @@ class DefragController:
                 running = _apply(state, running, plan.moves)  # as the next plan will find them
                 excluded.add(plan.target_node)
         return actions
+
+
+def request_table(pending: Sequence[PendingPod]) -> npt.NDArray[np.int64]:
+    """The pods' requests as rows (cpu_milli, memory_mib, num_gpu, gpu_milli) of one array."""
+    rows = [(q.spec.cpu_milli, q.spec.memory_mib, q.spec.num_gpu, q.spec.gpu_milli) for q in pending]
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 4).T
 
 
 def _apply(state: ClusterState, running: list[MovablePod], moves: Sequence[PlannedMove]) -> list[MovablePod]:

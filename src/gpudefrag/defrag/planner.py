@@ -248,6 +248,7 @@ class DefragPlanner:
         competing: int = 1,
         duration_s: float | None = None,
         draws: RunningDraws | None = None,
+        margin: float | None = None,
     ) -> DefragPlan | None:
         """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
 
@@ -257,11 +258,16 @@ class DefragPlanner:
         run time, for the queue harm (with ``harm_weight`` > 0; ``None``: no harm counted).
         With ``draws`` (of the same running pods' further run times) the natural wait is their
         average (:mod:`gpudefrag.defrag.natural_wait`); without, it comes from each pod's
-        ``remaining_s``.
+        ``remaining_s``.  ``margin`` is the hysteresis margin of this call (``None``: the
+        config's).
         A pod that fits on no other node on its own can never be part of a plan, so it is
         treated as immovable up front.
         """
         cfg = self.config
+        if margin is None:
+            margin = cfg.margin
+        elif not margin > -1.0:
+            raise ValueError(f"margin must be above -1, got {margin}")
         self._start_call(state, running)
         candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
         delay_s = cfg.migration.eviction_grace_s
@@ -270,7 +276,7 @@ class DefragPlanner:
         cost_cap = float("inf")
         if draws is not None:
             most_s = mean_wait_beyond_s(state, draws, pod, None, candidates, delay_s, competing)
-            cost_cap = gpus * most_s / (1.0 + cfg.margin)
+            cost_cap = gpus * most_s / (1.0 + margin)
             if cost_cap <= 0.0:
                 return None
         groups = self._grouped(state, running, excluded)
@@ -304,7 +310,7 @@ class DefragPlanner:
         else:
             wait_s = mean_wait_beyond_s(state, draws, pod, x, candidates, delay_s, competing)
             benefit = gpus * wait_s
-        if benefit < (1.0 + cfg.margin) * total:
+        if benefit < (1.0 + margin) * total:
             return None
         moves = tuple(PlannedMove(p.pod_id, p.node, n, g) for p, (n, g) in zip(moved, dest))
         return DefragPlan(x, moves, cost, benefit, harm)
