@@ -25,7 +25,7 @@ averaged estimate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +63,25 @@ def _gpu_slots(gpu_left: IntArray, n: int, milli: int) -> int:
 
 
 @njit(cache=True)
+def _keep_smaller(heap: FloatArray, t: float) -> None:
+    """Replace the largest value of the max-heap ``heap`` (its top, ``heap[0]``) by the smaller
+    ``t`` and restore the heap: ``heap`` keeps the ``heap.size`` smallest values seen."""
+    i = 0
+    n = heap.size
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap[child + 1] > heap[child]:
+            child += 1
+        if heap[child] <= t:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = t
+
+
+@njit(cache=True)
 def _mean_wait_beyond_s(
     nodes: IntArray,
     has_target: bool,
@@ -92,7 +111,8 @@ def _mean_wait_beyond_s(
     ``sum over GPUs of (left // gpu_milli) // num_gpu``; a release never lowers them."""
     req_cpu, req_mem, req_num, req_milli = req[0], req[1], req[2], req[3]
     big = MAX_PODS_PER_NODE
-    best = np.empty(competing, dtype=np.float64)  # the earliest rooms elsewhere, ascending
+    # the earliest rooms elsewhere: a max-heap, so best[0] is the competing-th earliest
+    best = np.empty(competing, dtype=np.float64)
     gl = np.empty(gpu_left.shape[1], dtype=np.int64)
     # each node's GPU slots and copies of the request now: the same in every draw
     slots_now = np.zeros(nodes.size, dtype=np.int64)
@@ -116,7 +136,7 @@ def _mean_wait_beyond_s(
         for i in range(nodes.size):
             n = nodes[i]
             is_x = has_target and i == 0
-            cutoff = t_x if is_x else min(t_x, best[competing - 1])
+            cutoff = t_x if is_x else min(t_x, best[0])
             lo = first[n]
             if copies_now[i] <= 0 and (lo == first[n + 1] or draws_s[order[lo, k], k] >= cutoff):
                 continue  # no room now and none before the cutoff: the loop below would find none
@@ -144,14 +164,10 @@ def _mean_wait_beyond_s(
                         t_x = t
                         break
                     for _ in range(new):
-                        if t >= best[competing - 1]:
+                        if t >= best[0]:
                             break
-                        q = competing - 1
-                        while q > 0 and best[q - 1] > t:
-                            best[q] = best[q - 1]
-                            q -= 1
-                        best[q] = t
-                    cutoff = min(t_x, best[competing - 1])
+                        _keep_smaller(best, t)
+                    cutoff = min(t_x, best[0])
                 if j == first[n + 1]:
                     break
                 p = order[j, k]
@@ -171,7 +187,7 @@ def _mean_wait_beyond_s(
                             gl[g] += milli
                         bits >>= 1
                         g += 1
-        total += max(min(best[competing - 1], t_x) - start_delay_s, 0.0)
+        total += max(min(best[0], t_x) - start_delay_s, 0.0)
     return total / float(draws_s.shape[1])
 
 
@@ -207,6 +223,9 @@ class RunningDraws:
     draws_s: FloatArray
     order: IntArray
     """``order[first[n]:first[n+1], k]``: node ``n``'s rows by finish time in draw ``k``."""
+    memo: dict[tuple[object, ...], float] = field(default_factory=dict, compare=False, repr=False)
+    """:func:`mean_wait_beyond_s`'s answers over these draws, keyed by the state's node
+    versions (equal versions, equal contents) and the call's other arguments."""
 
     @classmethod
     def build(cls, num_nodes: int, running: Sequence[MovablePod], draws_s: FloatArray) -> RunningDraws:
@@ -246,12 +265,18 @@ def mean_wait_beyond_s(
     it is the mean of ``max(0, T_D - start_delay_s)`` over all of ``nodes``: an upper bound of
     the value for any target among them (if ``X`` holds one of the ``competing`` earliest rooms,
     ``T_X`` is at most the ``competing``-th; otherwise ``T_D`` is the ``competing``-th).
+    Answers are memoised on ``running`` (see :attr:`RunningDraws.memo`).
     """
     if competing < 1:
         raise ValueError(f"competing must be at least 1, got {competing}")
     rest = [n for n in nodes if n != target_node]
+    req = (pod.cpu_milli, pod.memory_mib, max(pod.num_gpu, 1), pod.gpu_milli)
+    key = (state.version.tobytes(), target_node, tuple(rest), req, competing, float(start_delay_s))
+    found = running.memo.get(key)
+    if found is not None:
+        return found
     order = np.asarray(rest if target_node is None else [target_node, *rest], dtype=np.int64)
-    return float(
+    found = float(
         _mean_wait_beyond_s(
             order,
             target_node is not None,
@@ -266,9 +291,11 @@ def mean_wait_beyond_s(
             running.gpu_bits,
             running.order,
             running.draws_s,
-            np.asarray([pod.cpu_milli, pod.memory_mib, max(pod.num_gpu, 1), pod.gpu_milli], dtype=np.int64),
+            np.asarray(req, dtype=np.int64),
             competing,
             float(start_delay_s),
             NEVER_S,
         )
     )
+    running.memo[key] = found
+    return found
