@@ -13,6 +13,7 @@ from gpudefrag.defrag.natural_wait import NEVER_S, RunningDraws, mean_wait_beyon
 from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.model.cluster import Placement
+from gpudefrag.model.constants import MAX_PODS_PER_NODE
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import PendingPod, RunningPod
@@ -108,6 +109,79 @@ def test_without_a_target_it_bounds_every_target(gen):
             values = [mean_wait_beyond_s(state, draws, spec, x, range(6), 30.0, competing) for x in range(6)]
             assert max(values) <= bound + 1e-9
             assert max(values) > 0.0
+
+
+def _copies(cpu: int, mem: int, pods: int, gpu_left: list[int], req: PodSpec) -> int:
+    """Copies of ``req`` a node with these free resources holds (the kernel's stated rule)."""
+    c = MAX_PODS_PER_NODE - pods
+    c = min(c, cpu // req.cpu_milli, mem // req.memory_mib)
+    if req.gpu_milli > 0:
+        c = min(c, sum(left // req.gpu_milli for left in gpu_left) // req.num_gpu)
+    return c
+
+
+def _brute_force_wait_s(state, running, draws_s, req, target, nodes, delay_s, competing) -> float:
+    """The module's formula, draw by draw: every room on every node, sorted, no pruning."""
+    total = 0.0
+    for k in range(draws_s.shape[1]):
+        t_x, elsewhere = NEVER_S, []
+        for n in nodes:
+            cpu, mem = int(state.cpu_milli_left[n]), int(state.memory_mib_left[n])
+            pods, left = int(state.pod_count[n]), [int(v) for v in state.gpu_milli_left[n]]
+            have = _copies(cpu, mem, pods, left, req)
+            rooms = [0.0] * have
+            on_n = sorted((draws_s[i, k], i) for i, p in enumerate(running) if p.node == n)
+            for t, i in on_n:
+                p = running[i]
+                cpu, mem, pods = cpu + p.spec.cpu_milli, mem + p.spec.memory_mib, pods - 1
+                for g in p.gpus:
+                    left[g] += p.spec.gpu_milli
+                now = _copies(cpu, mem, pods, left, req)
+                rooms += [t] * max(now - have, 0)
+                have = max(have, now)
+            if n == target:
+                t_x = rooms[0] if rooms else NEVER_S
+            else:
+                elsewhere += rooms
+        elsewhere.sort()
+        t_d = elsewhere[competing - 1] if len(elsewhere) >= competing else NEVER_S
+        total += max(min(t_d, t_x) - delay_s, 0.0)
+    return total / draws_s.shape[1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_it_is_the_formula_without_pruning_on_random_clusters(gen, seed):
+    rng = np.random.default_rng(seed)
+    state = gen.build_cluster([G2] * 7)
+    half = PodSpec(2000, 512, 1, 500)
+    running, pod_id = [], 0
+    for node in range(7):
+        for g in range(8):
+            for spec in [ONE_GPU] if rng.random() < 0.5 else [half] * int(rng.integers(1, 3)):
+                state.bind(Placement(node, (g,), spec))
+                running.append(MovablePod(pod_id, node, (g,), spec, lost_work_s=0.0, remaining_s=1.0))
+                pod_id += 1
+    draws_s = rng.exponential(600.0, size=(len(running), 6))
+    draws = RunningDraws.build(7, running, draws_s)
+    for req in (ONE_GPU, half, PodSpec(4000, 1024, 3, 1000)):
+        for target in (None, 0, 4):
+            for competing in (1, 2, 5, 13, 40):
+                want = _brute_force_wait_s(state, running, draws_s, req, target, range(7), 20.0, competing)
+                got = mean_wait_beyond_s(state, draws, req, target, range(7), 20.0, competing)
+                assert got == pytest.approx(want, rel=1e-12), (req, target, competing)
+
+
+def test_a_memoised_answer_is_dropped_once_the_state_changes(gen):
+    state = gen.build_cluster([G2] * 3)
+    running = _fill(state, 0, [5000.0] * 8, 0)
+    running += _fill(state, 1, [60.0] + [9000.0] * 7, 8)
+    running += _fill(state, 2, [500.0] + [9000.0] * 6, 16)  # GPU 7 of node 2 is free
+    draws = _fixed(state, running)
+    assert mean_wait_beyond_s(state, draws, ONE_GPU, 0, range(3), 0.0) == 0.0  # node 2 has room now
+    assert mean_wait_beyond_s(state, draws, ONE_GPU, 0, range(3), 0.0) == 0.0  # memoised
+    state.bind(Placement(2, (7,), ONE_GPU))  # a pod nobody listed takes it
+    assert mean_wait_beyond_s(state, draws, ONE_GPU, 0, range(3), 0.0) == pytest.approx(60.0)
+    assert mean_wait_beyond_s(state, _fixed(state, running), ONE_GPU, 0, range(3), 0.0) == pytest.approx(60.0)
 
 
 def test_bad_shapes_and_counts_are_refused(gen):
