@@ -304,6 +304,9 @@ class InMemoryCluster:
     def blocked(self) -> list[PendingPod]:
         return [p for p in self.pending if p.blocked]
 
+    def running_on(self, node: int) -> list[RunningPod]:
+        return [p for p in self.running if p.node == node]
+
     def snapshot(self) -> ClusterState:
         return self.state.copy()
 

@@ -103,8 +103,8 @@ def test_sim_restart_defaults_to_the_suites_restart_time(mirror, capsys):
 # ----------------------------------------------------------------------------- events file
 def test_events_file_has_one_json_line_per_processed_event(mirror, capsys, tmp_path):
     path = tmp_path / "events.jsonl"
-    with_events = _sim_json(capsys, _sim_args("solver+defrag", "--events", str(path), "--json"))
-    without = _sim_json(capsys, _sim_args("solver+defrag", "--json"))
+    with_events = _sim_json(capsys, _sim_args("fgd+defrag", "--events", str(path), "--json"))
+    without = _sim_json(capsys, _sim_args("fgd+defrag", "--json"))
     assert with_events["event_hash"] == without["event_hash"]  # writing events changes nothing
     lines = path.read_text().splitlines()
     assert len(lines) == with_events["events_processed"] == with_events["events_written"]
@@ -127,8 +127,8 @@ def test_events_file_has_one_json_line_per_processed_event(mirror, capsys, tmp_p
 
 def test_plans_file_has_one_row_per_executed_plan(mirror, capsys, tmp_path):
     path = tmp_path / "plans.csv"
-    with_plans = _sim_json(capsys, _sim_args("solver+defrag", "--plans", str(path), "--json"))
-    without = _sim_json(capsys, _sim_args("solver+defrag", "--json"))
+    with_plans = _sim_json(capsys, _sim_args("fgd+defrag", "--plans", str(path), "--json"))
+    without = _sim_json(capsys, _sim_args("fgd+defrag", "--json"))
     assert with_plans["event_hash"] == without["event_hash"]  # writing plans changes nothing
     with path.open() as fh:
         rows = list(csv.DictReader(fh))

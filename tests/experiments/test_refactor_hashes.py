@@ -9,8 +9,9 @@ component of the simulator, the batch placer and the planner; FGD's protocol wit
 the solver); the suites rerun all of them.
 
 Issue 15 changed suite 1b's defaults (drawn natural waits, a lower margin, pods held for their
-room), so suite-1b runs here use :data:`RECORDED_WITH`, the settings the fixture was recorded
-with: the averaged natural wait is still there and still gives the same runs.
+room, age bonuses and lifetime ties in the solver), so suite-1b runs here use
+:data:`RECORDED_WITH`, the settings the fixture was recorded with: the averaged natural wait is
+still there and still gives the same runs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ RECORDED_WITH = replace(
     small_plans_per_tick=2,
     small_margin=None,
     headroom_fraction=0.05,
+    solver=SolverConfig(
+        min_solver_batch=2,
+        deterministic_time=0.005,
+        candidates_per_pod=6,
+        max_patterns_per_node=24,
+        protect_blocked=8,
+    ),
 )
 """Suite 1b's settings when the fixture was recorded (before issue 15)."""
 

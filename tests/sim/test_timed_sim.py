@@ -507,6 +507,50 @@ def test_move_holds_both_then_restarts_with_lost_work(gen):
     assert free.first_bind_s[2] < free.first_bind_s[1]
 
 
+class RecordsRunningOn(FirstFit):
+    """First fit that records, at every session, which pods the cycle shows running on each node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[float, dict[int, list[tuple[int, int]]]]] = []
+
+    def decide(self, cycle) -> SchedulingDecision:
+        shown = {n: [(p.pod_id, p.node) for p in cycle.running_on(n)] for n in range(cycle.state.num_nodes)}
+        self.seen.append((cycle.now_s, shown))
+        return super().decide(cycle)
+
+
+def test_sessions_see_the_pods_running_on_each_node_through_a_move(gen):
+    # As in the move test: A runs on node 0; at 1000.05 it moves to node 1 (its source held
+    # through the grace period, until 1030.05) and B takes node 0.  A session at B's arrival
+    # sees A on node 0; one after the move (C arrives at 1010) sees A on node 1, its placement,
+    # and nothing on node 0 while it is still held there.
+    a, b, c = gpu_pod(1, name="A"), gpu_pod(2, name="B"), gpu_pod(1, name="C")
+    wl = timed_workload(
+        [a, b, c], [0.0, 1000.0, 1010.0], [5000.0, 100.0, 100.0], interval=600.0, phase=200.0, horizon=6000.0
+    )
+    config = timed(0.05, migration=MigrationModel(eviction_grace_s=30.0, restart_s=60.0), full_check_every=1)
+    scheduler = RecordsRunningOn()
+    sim = Simulator(gen.build_cluster([T4x2, V1]), wl, scheduler, config)
+    sim.run(OneShot([Reserve(0, 1), Move(0, 1, (0,))]))
+    at = dict(scheduler.seen)
+    assert at[1000.0] == {0: [(0, 0)], 1: []}
+    assert at[1010.0] == {0: [], 1: [(0, 1)]}
+
+
+def test_running_index_invariant(gen):
+    def hook(sim, t, cls, payload):
+        if cls == Event.DECISION_DONE and sim.running:  # the index forgets a running pod
+            sim.core.on_node[0].pop(next(iter(sim.running)), None)
+
+    wl = timed_workload([gpu_pod()], [0], [10])
+    with pytest.raises(
+        InvariantError,
+        match=r"'running-index' violated after DECISION_DONE.*pod 0 is running on but not listed on node 0",
+    ):
+        run_timed(gen.build_cluster([T4x2]), wl, FirstFit(), hook=hook, config=timed(full_check_every=1))
+
+
 def test_failing_move_aborts_rest_of_plan(gen):
     # A on node 0, D on node 2 (pinned).  Plan: reserve node 0 for B, then A -> node 1 (fits),
     # D -> node 1 GPU 0 (taken by then), A -> node 2 (never reached).  One executed, two

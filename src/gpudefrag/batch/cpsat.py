@@ -4,7 +4,8 @@ Variables: one Boolean ``use[p]`` per pattern ``p``.
 Constraints: for each node, ``sum(use[p] for p on node) <= 1``; for each pod,
 ``sum(use[p] for p containing pod) <= 1``.
 Objective (maximise, exact integer weights, lexicographic):
-``W_GPU * gpu_milli(p) + W_POD * pods(p) - frag_units(p)`` summed over chosen patterns, where
+``W_GPU * (gpu_milli(p) + age_milli(p)) + W_POD * pods(p) - frag_units(p)`` summed over chosen
+patterns (``age_milli``: the members' age bonuses, 0 unless the placer weighs waits), where
 ``frag_units`` is the pattern's fragmentation change in units of 1/``FRAG_SCALE`` milli-GPU,
 rounded.  ``W_POD`` exceeds the largest possible total of ``|frag_units|`` and ``W_GPU``
 exceeds the largest possible total of the two lower terms, so the order is strict.
@@ -70,7 +71,9 @@ def weights(batch_size: int, max_abs_delta_milli: float = MAX_NODE_FRAG_MILLI) -
 
 
 def pattern_value(p: Pattern, w_gpu: int, w_pod: int) -> int:
-    return w_gpu * p.gpu_milli + w_pod * len(p.members) - round(p.frag_delta_milli * FRAG_SCALE)
+    return (
+        w_gpu * (p.gpu_milli + p.age_milli) + w_pod * len(p.members) - round(p.frag_delta_milli * FRAG_SCALE)
+    )
 
 
 def best_single(patterns: list[Pattern], hint: list[int]) -> SolveOutcome:

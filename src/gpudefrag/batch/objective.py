@@ -1,8 +1,9 @@
 """The batch objective and its exact evaluation on a state.
 
-Lexicographic, best first: (1) placed GPU milli, maximised; (2) placed pods, maximised
-(so CPU-only pods are not dropped for free); (3) total fragmentation of the touched nodes
-after placement, minimised (FGD's F against the typical pods, milli-GPU).
+Lexicographic, best first: (1) placed GPU milli plus the placed pods' age bonuses (0 unless
+the placer weighs waits: :func:`gpudefrag.batch.placer.age_bonus_milli`), maximised; (2) placed
+pods, maximised (so CPU-only pods are not dropped for free); (3) total fragmentation of the
+touched nodes after placement, minimised (FGD's F against the typical pods, milli-GPU).
 
 :func:`evaluate_plan` replays a plan on a copy of the state, checking every placement, and
 returns the exact objective; it is the referee for both the solver's and FGD's answers.
@@ -22,16 +23,23 @@ FRAG_EPS_MILLI = 1e-6
 
 @dataclass(frozen=True, order=False)
 class Objective:
-    """Placed GPU milli, placed pods, total fragmentation of touched nodes (milli-GPU)."""
+    """Placed GPU milli, placed pods, total fragmentation of touched nodes (milli-GPU), and the
+    placed pods' age bonuses (milli, counted with the GPU milli)."""
 
     gpu_milli: int
     pods: int
     frag_milli: float
+    age_milli: int = 0
+
+    @property
+    def value_milli(self) -> int:
+        """The first term: placed GPU milli plus age bonuses."""
+        return self.gpu_milli + self.age_milli
 
     def better_than(self, other: Objective) -> bool:
         """Strictly better in the lexicographic order (fragmentation within ``FRAG_EPS_MILLI`` ties)."""
-        if self.gpu_milli != other.gpu_milli:
-            return self.gpu_milli > other.gpu_milli
+        if self.value_milli != other.value_milli:
+            return self.value_milli > other.value_milli
         if self.pods != other.pods:
             return self.pods > other.pods
         return self.frag_milli < other.frag_milli - FRAG_EPS_MILLI
@@ -65,10 +73,12 @@ def evaluate_plan(
     nodes: set[int] | None = None,
     protected: frozenset[int] = frozenset(),
     protect_penalty_milli: float = 0.0,
+    age_milli: int = 0,
 ) -> Objective:
     """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
 
-    ``protect_penalty_milli`` is added for every node of ``protected`` the plan uses.
+    ``protect_penalty_milli`` is added for every node of ``protected`` the plan uses;
+    ``age_milli`` is the plan's placed pods' age bonuses, summed by the caller.
     Pods are identified by object identity (the batch's ``PodSpec`` objects), so a plan that
     places one pod twice is rejected even when pods share a name.
 
@@ -92,5 +102,8 @@ def evaluate_plan(
     if protect_penalty_milli:
         frag += protect_penalty_milli * len(used & protected)
     return Objective(
-        gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan), pods=len(plan), frag_milli=frag
+        gpu_milli=sum(p.pod.gpu_milli * len(p.gpus) for p in plan),
+        pods=len(plan),
+        frag_milli=frag,
+        age_milli=age_milli,
     )

@@ -29,6 +29,8 @@ class Pattern:
     gpu_milli: int
     frag_after_milli: float
     frag_before_milli: float
+    age_milli: int = 0
+    """The members' age bonuses (:func:`gpudefrag.batch.placer.age_bonus_milli`), summed."""
 
     @property
     def frag_delta_milli(self) -> float:

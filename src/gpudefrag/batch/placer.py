@@ -8,23 +8,31 @@ For a batch of pending pods on a state:
 3. **Patterns.** Per candidate node, the subsets of the pods that list it that fit together
    (exact GPU assignment, exact fragmentation afterwards), plus FGD's own subset on that node.
 4. **Solve.** CP-SAT set packing (see :mod:`gpudefrag.batch.cpsat`), FGD's patterns as the hint.
+   With ``age_weight_milli_per_s`` > 0 a placed pod counts, besides its GPU milli, an *age
+   bonus*: its wait so far times that weight (see :func:`age_bonus_milli`), so the solver passes
+   an older pod over for a younger one only when the GPU milli gained exceeds the difference.
 5. **Trust nothing.** Replay the solver's plan on a copy (:func:`evaluate_plan`); keep it only
    if it is valid and strictly better than FGD's plan under the exact objective, compared on
    the union of the nodes either plan touches.  Otherwise FGD's plan stands and the reason is
    counted: ``timeout`` (no solution in the budget), ``error``, ``infeasible``, ``invalid``
    (the replay failed), or ``not_better``.
+
+With ``lifetime_ties`` and node lifetimes given (:mod:`gpudefrag.batch.lifetime`), FGD's plan
+breaks its score ties by the nodes' expected busy times before the tie rank.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from gpudefrag.batch.cpsat import SolveOutcome, best_single, solve_patterns
+from gpudefrag.batch.lifetime import NodeLifetimes
 from gpudefrag.batch.objective import Objective, PlanError, evaluate_plan, node_frag
 from gpudefrag.batch.patterns import Pattern, enumerate_patterns
 from gpudefrag.batch.protect import protected_nodes
@@ -62,9 +70,26 @@ class SolverConfig:
     min_solver_batch: int = 1
     """Batches with fewer pods take FGD's plan without a solve (FGD's truncated scores and
     tie-break pack better than an exact single-pod optimum: suite 1a, ``solver-b1``)."""
+    age_weight_milli_per_s: float = 0.0
+    """Age bonus of a placed pod, in milli-GPU per second it has waited, added to its GPU milli
+    in the objective's first term (0: GPU milli only)."""
+    lifetime_ties: bool = False
+    """FGD's plan breaks score ties by the nodes' expected busy times when the scheduler gives
+    node lifetimes (:mod:`gpudefrag.batch.lifetime`)."""
     deterministic: bool = True
     seed: int = 0
     workers: int = 1
+
+
+MAX_AGE_BONUS_MILLI = 100_000
+"""Cap of one pod's age bonus (100 GPUs' worth): keeps the CP-SAT objective far inside the
+range its double-precision objective value represents exactly."""
+
+
+def age_bonus_milli(waited_s: float, weight_milli_per_s: float) -> int:
+    """A pod's age bonus: ``floor(weight * waited_s)`` milli-GPU, at least 0 and at most
+    :data:`MAX_AGE_BONUS_MILLI` (an integer, so the objective stays exact)."""
+    return int(min(max(math.floor(weight_milli_per_s * waited_s), 0), MAX_AGE_BONUS_MILLI))
 
 
 @dataclass(frozen=True)
@@ -106,24 +131,55 @@ class BatchPlacer:
     config: SolverConfig = field(default_factory=SolverConfig)
 
     def __post_init__(self) -> None:
+        weight = self.config.age_weight_milli_per_s
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"age_weight_milli_per_s must be a finite number >= 0, got {weight}")
         self.fgd = FgdPolicy(self.typical)
         self._tp = self.typical.kernel_args
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
+    def age_bonuses(self, waited_s: Sequence[float], n_pods: int) -> list[int]:
+        """Each pod's age bonus under this config (:func:`age_bonus_milli`); empty when the
+        config weighs no waits or no waits are given."""
+        weight = self.config.age_weight_milli_per_s
+        if weight <= 0 or not waited_s:
+            return []
+        if len(waited_s) != n_pods:
+            raise ValueError(f"{len(waited_s)} waits for {n_pods} pods")
+        return [age_bonus_milli(w, weight) for w in waited_s]
+
     def protected(self, state: ClusterState, blocked: Iterable[PodSpec]) -> frozenset[int]:
         """The nodes to keep free for ``blocked`` (queue order) under this config."""
         cfg = self.config
         return protected_nodes(state, blocked, cfg.protect_blocked, cfg.protect_min_gpus)
 
     def fgd_plan(
-        self, state: ClusterState, pods: list[PodSpec], avoid: frozenset[int] = frozenset()
+        self,
+        state: ClusterState,
+        pods: list[PodSpec],
+        avoid: frozenset[int] = frozenset(),
+        lifetimes: NodeLifetimes | None = None,
+        run_s: Sequence[float] = (),
     ) -> list[Placement | None]:
         """FGD's sequential answer for the batch (on a copy; ``state`` is untouched).  A pod goes
-        to a node in ``avoid`` only when it fits no other node.
+        to a node in ``avoid`` only when it fits no other node.  With ``lifetime_ties`` and
+        ``lifetimes``, score ties go to the node expected to stay busy longest
+        (:meth:`~gpudefrag.policies.fgd.FgdPolicy.select_preferring`), and each placed pod
+        extends its node's busy time to its expected run time ``run_s[i]`` (``lifetimes`` itself
+        is not changed).
 
         Within the plan nodes only fill up, so a pod shape that fitted nowhere (or nowhere outside
         ``avoid``) fits nowhere later either: it is not asked again."""
+        lives = lifetimes.copy() if lifetimes is not None and self.config.lifetime_ties else None
+        if lives is not None and len(run_s) != len(pods):
+            raise ValueError(f"{len(run_s)} expected run times for {len(pods)} pods")
+
+        def select(on: ClusterState, pod: PodSpec) -> Placement | None:
+            if lives is None:
+                return self.fgd.select(on, pod)
+            return self.fgd.select_preferring(on, pod, lives.of_nodes)
+
         work = state.copy()
         masked = None
         if avoid:
@@ -133,22 +189,24 @@ class BatchPlacer:
         nowhere: set[tuple[int, ...]] = set()
         not_outside: set[tuple[int, ...]] = set()
         plan: list[Placement | None] = []
-        for pod in pods:
+        for i, pod in enumerate(pods):
             shape = pod.fit_key
             p = None
             if shape not in nowhere:
                 if masked is not None and shape not in not_outside:
-                    p = self.fgd.select(masked, pod)
+                    p = select(masked, pod)
                     if p is None:
                         not_outside.add(shape)
                 if p is None:
-                    p = self.fgd.select(work, pod)
+                    p = select(work, pod)
                     if p is None:
                         nowhere.add(shape)
             if p is not None:
                 work.bind(p)
                 if masked is not None and p.node not in avoid:
                     masked.bind(p)
+                if lives is not None:
+                    lives.bind(p.node, run_s[i])
             plan.append(p)
         return plan
 
@@ -184,8 +242,10 @@ class BatchPlacer:
         pods: list[PodSpec],
         hint: list[Placement | None],
         protected: frozenset[int] = frozenset(),
+        age_milli: Sequence[int] = (),
     ) -> tuple[list[Pattern], list[int]]:
-        """All patterns, and the indices of those that make up FGD's answer."""
+        """All patterns, and the indices of those that make up FGD's answer; each carries its
+        members' age bonuses ``age_milli[i]`` (none if empty)."""
         cfg = self.config
         out: list[Pattern] = []
         index: dict[tuple[int, tuple[int, ...]], int] = {}
@@ -221,6 +281,8 @@ class BatchPlacer:
             else:
                 out.append(pat)
                 hint_idx.append(len(out) - 1)
+        if any(age_milli):
+            out = [replace(p, age_milli=sum(age_milli[i] for i in p.members)) for p in out]
         return out, hint_idx
 
     def _hint_pattern(
@@ -252,20 +314,31 @@ class BatchPlacer:
 
     # --------------------------------------------------------------------- decide
     def place(
-        self, state: ClusterState, pods: list[PodSpec], protected: frozenset[int] = frozenset()
+        self,
+        state: ClusterState,
+        pods: list[PodSpec],
+        protected: frozenset[int] = frozenset(),
+        waited_s: Sequence[float] = (),
+        lifetimes: NodeLifetimes | None = None,
+        run_s: Sequence[float] = (),
     ) -> BatchResult:
         """Decide the batch on ``state`` (not mutated), keeping off ``protected`` nodes where
-        possible (FGD's plan avoids them; the solver pays ``protect_penalty_milli`` each)."""
+        possible (FGD's plan avoids them; the solver pays ``protect_penalty_milli`` each).
+
+        ``waited_s[i]``: how long pod ``i`` has waited (for its age bonus; none if empty).
+        ``lifetimes`` and ``run_s[i]`` (pod ``i``'s expected run time) break FGD's ties when
+        ``lifetime_ties`` is set (see :meth:`fgd_plan`)."""
         started = time.perf_counter()
-        hint = self.fgd_plan(state, pods, protected)
+        age = self.age_bonuses(waited_s, len(pods))
+        hint = self.fgd_plan(state, pods, protected, lifetimes, run_s)
         fgd_list = [p for p in hint if p is not None]
         if len(pods) < self.config.min_solver_batch:
             return self._fgd_only(hint, fgd_list, len(pods), started)
-        patterns, hint_idx = self.patterns(state, pods, hint, protected)
+        patterns, hint_idx = self.patterns(state, pods, hint, protected, age)
         if not patterns:  # no pod fits any node: nothing to decide
             return self._fgd_only(hint, fgd_list, len(pods), started)
         outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
-        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan, protected)
+        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan, protected, age)
         fallback = fallback or verdict
         if fallback:
             self.fallbacks[fallback] += 1
@@ -329,23 +402,31 @@ class BatchPlacer:
         hint: list[Placement | None],
         solver_plan: list[Placement | None] | None,
         protected: frozenset[int] = frozenset(),
+        age_milli: Sequence[int] = (),
     ) -> tuple[list[Placement | None], Objective, Objective, str]:
         """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
 
         The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
         """
         penalty = self.config.protect_penalty_milli
+
+        def age_of(plan: list[Placement | None]) -> int:
+            return sum(age_milli[i] for i, p in enumerate(plan) if p is not None) if age_milli else 0
+
         fgd_list = [p for p in hint if p is not None]
-        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None, protected, penalty)
+        fgd_age = age_of(hint)
+        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None, protected, penalty, fgd_age)
         if solver_plan is None:
             return hint, fgd_obj, fgd_obj, ""
         solver_list = [p for p in solver_plan if p is not None]
         union = {p.node for p in fgd_list} | {p.node for p in solver_list}
         try:
-            solver_obj = evaluate_plan(state, solver_list, self.typical, union, protected, penalty)
+            solver_obj = evaluate_plan(
+                state, solver_list, self.typical, union, protected, penalty, age_of(solver_plan)
+            )
         except PlanError:
             return hint, fgd_obj, fgd_obj, "invalid"
-        fgd_obj = evaluate_plan(state, fgd_list, self.typical, union, protected, penalty)
+        fgd_obj = evaluate_plan(state, fgd_list, self.typical, union, protected, penalty, fgd_age)
         if solver_obj.better_than(fgd_obj):
             return solver_plan, solver_obj, fgd_obj, ""
         return hint, fgd_obj, fgd_obj, "not_better"

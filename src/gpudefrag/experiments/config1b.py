@@ -109,10 +109,13 @@ class Suite1bConfig:
             candidates_per_pod=6,
             max_patterns_per_node=24,
             protect_blocked=8,
+            lifetime_ties=True,  # FGD-tied nodes: the one that drains last; doc: "Solver: lifetime ties"
+            age_weight_milli_per_s=1.0,  # waiting pods gain 1 milli per second; doc: "Solver: aging"
         )
     )
     decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
-    runtime_estimates: str = "history"  # what the defragmenter knows of run times; doc: "Run-time estimates"
+    # what the defragmenter and the solver know of run times; doc: "Run-time estimates"
+    runtime_estimates: str = "history"
     acceptance: Acceptance1b = field(default_factory=Acceptance1b)  # thresholds; doc: "Acceptance checks"
 
     def __post_init__(self) -> None:

@@ -66,14 +66,19 @@ def scenario(
 
 
 def make_scheduler(
-    config: Suite1bConfig, inputs: WorkloadInputs, base: str, seed: int
+    config: Suite1bConfig,
+    inputs: WorkloadInputs,
+    base: str,
+    seed: int,
+    runtimes: RuntimeEstimator | None = None,
 ) -> tuple[Scheduler, LatencyModel]:
     """The scheduler of a variant's base and its simulated decision latency: the batch placer
-    for ``solver`` (the solver's deterministic time on top of the base latency), else a policy."""
+    for ``solver`` (the solver's deterministic time on top of the base latency; its node
+    lifetimes estimated with ``runtimes``), else a policy."""
     if base == "solver":
         placer = BatchPlacer(inputs.typical, config.solver)
         return (
-            BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1),
+            BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1, runtimes=runtimes),
             LatencyModel.deterministic(base_s=config.decision_latency_s),
         )
     policy = PolicyScheduler(make_policy(base, inputs.typical, seed))
@@ -118,13 +123,13 @@ def run_scenario(
     ``restart_s`` seconds; ``hook`` sees every processed event (it must not change the run)."""
     inputs, cluster, workload = scenario(config, load, seed)
     base, _, extra = variant.partition("+")
-    scheduler, latency = make_scheduler(config, inputs, base, seed)
+    history = ResidualLife(workload.duration_s) if config.runtime_estimates == "history" else None
+    scheduler, latency = make_scheduler(config, inputs, base, seed, history)
     migration = migration_model(config, restart_s)
     timed = TimedConfig(migration=migration, latency=latency, hold_reserved_pods=config.hold_reserved_pods)
     sim = Simulator(cluster, workload, scheduler, timed, hook)
-    defrag = None
-    if extra == "defrag":
-        history = config.runtime_estimates == "history"
-        runtimes = ResidualLife(workload.duration_s) if history else sim.true_runtimes
-        defrag = make_defragmenter(config, migration, runtimes)
+    runtimes: RuntimeEstimator = history if history is not None else sim.true_runtimes
+    if isinstance(scheduler, BatchScheduler) and scheduler.runtimes is None:
+        scheduler.runtimes = runtimes  # the oracle exists only once the simulator does
+    defrag = make_defragmenter(config, migration, runtimes) if extra == "defrag" else None
     return sim.run(defrag), workload

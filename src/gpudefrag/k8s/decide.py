@@ -29,19 +29,25 @@ from gpudefrag.k8s.cache import ClusterCache, PodRecord
 from gpudefrag.k8s.gangplace import place_gang
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.model.port import PendingPod, Scheduler
+from gpudefrag.model.port import PendingPod, RunningPod, Scheduler
 from gpudefrag.model.topology import Topology
 from gpudefrag.policies.base import Policy
 
 
 @dataclass
 class Cycle:
-    """A :class:`~gpudefrag.model.port.SchedulingCycle` over a list of pending pods."""
+    """A :class:`~gpudefrag.model.port.SchedulingCycle` over a list of pending pods.  It shows no
+    running pods: the driver's decision core (:mod:`gpudefrag.k8s.policy`) has no run-time
+    estimator, so its schedulers never weigh how long nodes stay busy."""
 
     now_s: float
     state: ClusterState
     pending: Sequence[PendingPod]
     blocked: Sequence[PendingPod]
+
+    def running_on(self, node: int) -> Sequence[RunningPod]:
+        """None shown (class docstring)."""
+        return ()
 
 
 @dataclass

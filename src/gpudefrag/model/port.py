@@ -8,7 +8,8 @@ server.  A driver implements the read side and executes the returned actions.
 
 * :class:`SchedulingCycle` (one scheduling cycle): the time, a snapshot of the state to
   decide on (a private copy: nodes the cycle must not use are masked), the pods to place now
-  in queue order, and the pods known not to fit now (*blocked*) in queue order.
+  in queue order, the pods known not to fit now (*blocked*) in queue order, and the pods
+  running on a node (what a scheduler that weighs how long nodes stay busy reads).
 * :class:`ClusterPort` (what a controller reads): the time, a state snapshot, every pending
   pod in queue order (with whether it is blocked), the running pods with what the cluster
   knows of them, and the reservations (node -> pod).
@@ -117,6 +118,10 @@ class SchedulingCycle(Protocol):
 
     @property
     def blocked(self) -> Sequence[PendingPod]: ...
+
+    def running_on(self, node: int) -> Sequence[RunningPod]:
+        """The pods running on ``node`` (as :attr:`ClusterPort.running` shows them)."""
+        ...
 
 
 class ClusterPort(Protocol):

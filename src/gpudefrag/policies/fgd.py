@@ -8,6 +8,7 @@ lowest-index free GPUs.  Ties between nodes go to the lowest ``tie_rank``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, TypeAlias, overload
 
 import numpy as np
@@ -53,6 +54,7 @@ class FgdPolicy(Policy):
             self._index = None
         self._keys: dict[tuple[int, int, int, int], int] = {}
         self._n_nodes = -1
+        self._tied = np.empty(0, dtype=np.int64)  # scratch: the nodes tied for the best score
 
     def _ensure(self, state: ClusterState, pod: PodSpec) -> int:
         n = state.num_nodes
@@ -117,13 +119,44 @@ class FgdPolicy(Policy):
             node, gpu = fgd_select(*self._args(state, key, True), *pod.fit_key, *self._tp)
         if node < 0:
             return None
+        return self._placement(state, pod, int(node), int(gpu))
+
+    def select_preferring(
+        self,
+        state: ClusterState,
+        pod: PodSpec,
+        prefer: Callable[[NDArray[np.int64]], NDArray[np.float64]],
+    ) -> Placement | None:
+        """:meth:`select` with FGD's score ties broken by a preference first: among the nodes
+        of the best score, the largest ``prefer(tied)`` value wins, then the lowest
+        ``tie_rank``.  ``prefer`` is asked only when two or more nodes tie.  With a preference
+        equal on every node this is :meth:`select`'s choice."""
+        from gpudefrag.policies.fgd_kernel import fgd_tied
+
+        key = self._ensure(state, pod)
+        if self._tied.size < state.num_nodes:
+            self._tied = np.empty(state.num_nodes, dtype=np.int64)
+        count = fgd_tied(*self._args(state, key, False), *pod.fit_key, *self._tp, self._tied)
+        if count == 0:
+            return None
+        if count == 1:
+            node = int(self._tied[0])
+        else:
+            tied = self._tied[:count].copy()
+            node = int(tied[np.lexsort((state.tie_rank[tied], -prefer(tied)))[0]])
+        return self._placement(state, pod, node, int(self._cache_gpu[node, key]))
+
+    @staticmethod
+    def _placement(state: ClusterState, pod: PodSpec, node: int, gpu: int) -> Placement:
+        """FGD's GPUs on ``node``: the scored GPU for a sharing pod, the lowest-index free GPUs
+        for a whole-GPU pod."""
         if pod.is_sharing:
-            gpus: tuple[int, ...] = (int(gpu),)
+            gpus: tuple[int, ...] = (gpu,)
         elif pod.gpu_milli > 0:
             gpus = exclusive_gpus(state.gpu_milli_left[node], int(state.gpu_count[node]), pod.num_gpu)
         else:
             gpus = ()
-        return Placement(int(node), gpus, pod)
+        return Placement(node, gpus, pod)
 
     def score_nodes(self, state: ClusterState, pod: PodSpec) -> NDArray[np.int64]:
         return self.score_nodes_and_gpus(state, pod)[0]

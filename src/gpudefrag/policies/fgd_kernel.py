@@ -220,3 +220,83 @@ def fgd_scores(
             )
             gpus[n] = cache_gpu[n, key]
     return scores, gpus
+
+
+@njit(cache=True)
+def fgd_tied(
+    cpu_left: NDArray[np.int64],
+    mem_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    model: NDArray[np.int64],
+    pod_count: NDArray[np.int64],
+    version: NDArray[np.int64],
+    frag: NDArray[np.float64],
+    frag_version: NDArray[np.int64],
+    cache_score: NDArray[np.int64],
+    cache_gpu: NDArray[np.int64],
+    cache_version: NDArray[np.int64],
+    key: int,
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    tp_cpu: NDArray[np.int64],
+    tp_gpu: NDArray[np.int64],
+    tp_num: NDArray[np.int64],
+    tp_mask: NDArray[np.int64],
+    tp_freq: NDArray[np.float64],
+    tied: NDArray[np.int64],
+) -> int:
+    """The nodes of the best FGD score, in node order, written to ``tied``; returns how many
+    (0: the pod fits nowhere).  The sharing pod's GPU on node ``n`` is ``cache_gpu[n, key]``."""
+    scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
+    count = 0
+    best_score = np.int64(0)
+    for n in range(cpu_left.shape[0]):
+        if not node_fits(
+            n,
+            cpu_left,
+            mem_left,
+            gpu_left,
+            gpu_count,
+            model,
+            pod_count,
+            pod_cpu,
+            pod_mem,
+            pod_num,
+            pod_milli,
+            pod_mask,
+        ):
+            continue
+        s = _cached_score(
+            n,
+            key,
+            cpu_left,
+            gpu_left,
+            gpu_count,
+            model,
+            version,
+            frag,
+            frag_version,
+            cache_score,
+            cache_gpu,
+            cache_version,
+            pod_cpu,
+            pod_num,
+            pod_milli,
+            tp_cpu,
+            tp_gpu,
+            tp_num,
+            tp_mask,
+            tp_freq,
+            scratch,
+        )
+        if count == 0 or s > best_score:
+            best_score = s
+            count = 0
+        if s == best_score:
+            tied[count] = n
+            count += 1
+    return count

@@ -44,9 +44,17 @@ class SimCore:
         self.ledger.on_freed = self.waitq.freed
         self.reservations.on_ended = self.waitq.freed  # unmasked for everybody else
         self.running: dict[int, RunRecord] = {}
+        self.on_node: list[dict[int, None]] = [{} for _ in range(self.ledger.state.num_nodes)]
+        """The running pods by the node of their placement (the target once a move started),
+        in the order they came there; kept by :meth:`run_on` and :meth:`leave`."""
         self.specs: list[PodSpec] = []
         self.as_pending: list[tuple[PendingPod, PendingPod]] = []
         """Each arrived pod as the port shows it while it waits: (active, blocked)."""
+        # per-pod columns of the workload the port reads, as Python lists (scalar reads are
+        # cheaper from lists than from numpy arrays)
+        self.checkpoint_interval_s: list[float] = workload.checkpoint_interval_s.tolist()
+        self.checkpoint_phase_s: list[float] = workload.checkpoint_phase_s.tolist()
+        self.do_not_disrupt: list[bool] = workload.do_not_disrupt.tolist()
         self.first_bind: npt.NDArray[np.float64] = np.full(n, np.nan)
         self.first_node: npt.NDArray[np.int64] = np.full(n, -1, dtype=np.int64)
         self.completion: npt.NDArray[np.float64] = np.full(n, np.nan)
@@ -62,6 +70,14 @@ class SimCore:
                 PendingPod(pod, spec, arrival_s, priority, True),
             )
         )
+
+    def run_on(self, pod: int, node: int) -> None:
+        """Record that running ``pod``'s placement is now on ``node``."""
+        self.on_node[node][pod] = None
+
+    def leave(self, pod: int, node: int) -> None:
+        """Record that running ``pod``'s placement is no longer on ``node``."""
+        del self.on_node[node][pod]
 
     def new_id(self) -> int:
         """A fresh id for a session, a move or a reservation (one counter for all three)."""
@@ -83,6 +99,7 @@ class SimCore:
         self.first_bind[pod] = t
         self.first_node[pod] = p.node
         self.running[pod] = RunRecord(p, t)
+        self.run_on(pod, p.node)
         self.events.push(t + float(self.workload.duration_s[pod]), COMPLETION, (pod, 0))
         node = self.reservations.node_of_pod.get(pod)
         if node is not None:  # the room freed for it was used, or it started elsewhere first

@@ -4,8 +4,9 @@ After each event, on the nodes and pods it touched (on all of them every ``full_
 events): *capacity* (nothing negative or above capacity), *resource-accounting* (per node, the
 running pods' requests equal capacity minus what is left; on a full check also the count of
 wholly free GPUs) and *pod-sets* (each pod in exactly one of pending, running, completed,
-rejected, as its lifecycle phase says).  A violation raises :class:`InvariantError` naming the
-event and the rule.
+rejected, as its lifecycle phase says; on a full check also *running-index*: the running pods
+by node, ``SimCore.on_node``, list each running pod once, on the node of its placement).  A
+violation raises :class:`InvariantError` naming the event and the rule.
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ class InvariantChecker:
                     f"the simulator counts {ledger.whole_free_gpus} wholly free GPUs but the state has {whole}",
                 )  # fmt: skip
         self._check_pods(t, cls, payload, full)
+        if full:  # after pod-sets: a pod in the wrong set is the first fault to name
+            self._check_index(t, cls, payload)
+
+    def _check_index(self, t: float, cls: int, payload: Payload) -> None:
+        """Every running pod is listed once, on its placement's node, and nothing else is."""
+        core = self._core
+        listed = {(n, i) for n, pods in enumerate(core.on_node) for i in pods}
+        actual = {(r.placement.node, i) for i, r in core.running.items()}
+        if listed != actual:
+            n, i = min(listed ^ actual)
+            where = "listed on" if (n, i) in listed else "running on but not listed on"
+            self._fail(t, cls, payload, "running-index", f"pod {i} is {where} node {n}")
 
     @staticmethod
     def _fail(t: float, cls: int, payload: Payload, rule: str, detail: str) -> None:

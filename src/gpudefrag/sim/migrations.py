@@ -94,6 +94,8 @@ class Migrations:
         r = core.running[pod]
         target = Placement(int(mv.to_node), tuple(int(g) for g in mv.to_gpus), r.placement.pod)
         core.ledger.bind(target)
+        core.leave(pod, r.placement.node)
+        core.run_on(pod, target.node)
         r.source, r.placement, r.phase, r.move_start = r.placement, target, GRACE, t
         r.move_id = core.new_id()
         core.touched.pods.add(pod)

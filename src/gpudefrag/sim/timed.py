@@ -164,6 +164,7 @@ class Simulator:
         if r is None or r.gen != gen:
             return None
         del core.running[pod]
+        core.leave(pod, r.placement.node)
         if r.source is not None:  # finished on the source during the grace period
             core.ledger.unbind(r.source)
             if core.in_window(r.move_start):

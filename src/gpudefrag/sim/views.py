@@ -26,8 +26,40 @@ def _pending(core: SimCore, pods: list[int]) -> list[PendingPod]:
     return [views[i][i in parked] for i in pods]
 
 
+def _running(core: SimCore, now_s: float, ids: list[int]) -> list[RunningPod]:
+    """The running pods ``ids`` as the port shows them at ``now_s``."""
+    running, intervals, phases, keep = (
+        core.running,
+        core.checkpoint_interval_s,
+        core.checkpoint_phase_s,
+        core.do_not_disrupt,
+    )
+    out = []
+    for i in ids:
+        r = running[i]
+        done = r.work_done(now_s)
+        p = r.placement
+        interval = intervals[i]
+        out.append(
+            RunningPod(
+                i,
+                p.pod,
+                p.node,
+                p.gpus,
+                r.start_s,
+                interval,
+                done,
+                last_checkpoint_work_s(done, interval, phases[i]),
+                keep[i],
+                r.phase != RUN,
+            )
+        )
+    return out
+
+
 class SessionCycle:
-    """One session: the masked snapshot, the offered pods and the parked ones, in queue order."""
+    """One session: the masked snapshot, the offered pods and the parked ones, in queue order,
+    and the pods running on each node."""
 
     def __init__(self, core: SimCore, now_s: float, state: ClusterState, offered: list[int]) -> None:
         self._core = core
@@ -43,6 +75,9 @@ class SessionCycle:
             waitq = self._core.waitq
             self._blocked = _pending(self._core, waitq.in_order(waitq.parked_of))
         return self._blocked
+
+    def running_on(self, node: int) -> list[RunningPod]:
+        return _running(self._core, self.now_s, list(self._core.on_node[node]))
 
 
 class ClusterView:
@@ -63,33 +98,7 @@ class ClusterView:
 
     @cached_property
     def running(self) -> list[RunningPod]:
-        core, w, now = self._core, self._core.workload, self.now_s
-        ids = list(core.running)
-        # the workload's per-pod columns for the running pods, as Python scalars in one go
-        intervals = w.checkpoint_interval_s[ids].tolist()
-        phases = w.checkpoint_phase_s[ids].tolist()
-        keep = w.do_not_disrupt[ids].tolist()
-        out = []
-        for i, r, interval, phase_s, do_not_disrupt in zip(
-            ids, core.running.values(), intervals, phases, keep
-        ):
-            done = r.work_done(now)
-            p = r.placement
-            out.append(
-                RunningPod(
-                    i,
-                    p.pod,
-                    p.node,
-                    p.gpus,
-                    r.start_s,
-                    interval,
-                    done,
-                    last_checkpoint_work_s(done, interval, phase_s),
-                    do_not_disrupt,
-                    r.phase != RUN,
-                )
-            )
-        return out
+        return _running(self._core, self.now_s, list(self._core.running))
 
 
 class TrueRuntimes:

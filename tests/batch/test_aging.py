@@ -1,0 +1,95 @@
+"""Age bonuses in the batch objective: the solver passes an older pod over for a younger one only
+when the GPU milli gained exceeds the difference of their bonuses (examples worked out by hand)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpudefrag.batch.objective import Objective, evaluate_plan
+from gpudefrag.batch.placer import MAX_AGE_BONUS_MILLI, BatchPlacer, SolverConfig, age_bonus_milli
+from gpudefrag.frag.typical import typical_pods
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.pods import PodSpec, pod_batch
+
+OLD_SHARED = PodSpec(2000, 8192, 1, 810, name="old-shared")
+YOUNG_WHOLE = PodSpec(2000, 8192, 1, 1000, name="young-whole")
+
+
+def test_the_bonus_is_the_weighted_wait_floored_and_capped() -> None:
+    assert age_bonus_milli(300.0, 1.0) == 300
+    assert age_bonus_milli(300.9, 0.5) == 150  # floor(150.45)
+    assert age_bonus_milli(-5.0, 2.0) == 0  # a clock skew never makes a penalty
+    assert age_bonus_milli(1e12, 2.0) == MAX_AGE_BONUS_MILLI
+
+
+def test_the_first_term_counts_gpu_milli_and_age_together() -> None:
+    more_milli = Objective(gpu_milli=1000, pods=1, frag_milli=0.0)
+    older = Objective(gpu_milli=810, pods=1, frag_milli=0.0, age_milli=300)
+    assert older.value_milli == 1110
+    assert older.better_than(more_milli)
+    assert not Objective(810, 1, 0.0, 150).better_than(more_milli)
+
+
+def one_gpu_node() -> ClusterState:
+    return ClusterState(["n0"], [0], [1], [32000], [131072])
+
+
+@pytest.mark.parametrize(
+    ("weight", "placed"),
+    [
+        (0.0, "young-whole"),  # no ages: 1000 milli beat 810
+        (0.5, "young-whole"),  # 810 + 150 = 960 < 1000
+        (1.0, "old-shared"),  # 810 + 300 = 1110 > 1000: FGD's queue-order plan stands
+    ],
+)
+def test_an_old_shared_pod_keeps_its_gpu_once_its_wait_outweighs_the_milli(
+    weight: float, placed: str
+) -> None:
+    # One node with one GPU; the batch in queue order: an 810-milli pod that has waited 300 s,
+    # then a 1-GPU pod that just arrived.  Only one of them fits.  FGD places in queue order (the
+    # old pod); the solver's objective decides whether the younger whole-GPU pod replaces it.
+    typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
+    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=weight, min_solver_batch=1))
+    result = placer.place(one_gpu_node(), [OLD_SHARED, YOUNG_WHOLE], waited_s=[300.0, 0.0])
+    assert [p.pod.name for p in result.placements if p is not None] == [placed]
+    assert result.stats.source == ("fgd" if placed == "old-shared" else "solver")
+
+
+def test_a_negative_or_infinite_weight_is_refused() -> None:
+    typical = typical_pods(pod_batch([OLD_SHARED]))
+    for weight in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="age_weight_milli_per_s"):
+            BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=weight))
+
+
+def test_waits_must_match_the_batch() -> None:
+    typical = typical_pods(pod_batch([OLD_SHARED]))
+    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0))
+    with pytest.raises(ValueError, match="2 waits for 1 pods"):
+        placer.place(one_gpu_node(), [OLD_SHARED], waited_s=[1.0, 2.0])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_never_worse_than_fgd_with_ages(data, gen, typical_small) -> None:
+    state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
+    pods = data.draw(gen.batches(8))
+    waits = data.draw(st.lists(st.floats(0, 5000), min_size=len(pods), max_size=len(pods)))
+    config = SolverConfig(time_limit_s=2.0, deterministic_time=0.05, age_weight_milli_per_s=2.0)
+    placer = BatchPlacer(typical_small, config)
+    result = placer.place(state, pods, waited_s=waits)
+    fgd = placer.fgd_plan(state, pods)
+    ages = placer.age_bonuses(waits, len(pods))
+    nodes = {p.node for p in fgd if p is not None} | {p.node for p in result.placements if p is not None}
+
+    def objective(plan) -> Objective:
+        placed = [p for p in plan if p is not None]
+        age = sum(a for a, p in zip(ages, plan) if p is not None)
+        return evaluate_plan(state, placed, typical_small, nodes, age_milli=age)
+
+    chosen, reference = objective(result.placements), objective(fgd)
+    assert chosen.at_least(reference)
+    if result.stats.source == "solver":
+        assert chosen.better_than(reference)
