@@ -250,50 +250,40 @@ def fgd_tied(
     tied: NDArray[np.int64],
 ) -> int:
     """The nodes of the best FGD score, in node order, written to ``tied``; returns how many
-    (0: the pod fits nowhere).  The sharing pod's GPU on node ``n`` is ``cache_gpu[n, key]``."""
-    scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
+    (0: the pod fits nowhere).  The sharing pod's GPU on node ``n`` is ``cache_gpu[n, key]``.
+    Scores come from :func:`fgd_scores` (feasible scores are >= 0)."""
+    scores, _ = fgd_scores(
+        cpu_left,
+        mem_left,
+        gpu_left,
+        gpu_count,
+        model,
+        pod_count,
+        version,
+        frag,
+        frag_version,
+        cache_score,
+        cache_gpu,
+        cache_version,
+        key,
+        pod_cpu,
+        pod_mem,
+        pod_num,
+        pod_milli,
+        pod_mask,
+        tp_cpu,
+        tp_gpu,
+        tp_num,
+        tp_mask,
+        tp_freq,
+    )
     count = 0
-    best_score = np.int64(0)
-    for n in range(cpu_left.shape[0]):
-        if not node_fits(
-            n,
-            cpu_left,
-            mem_left,
-            gpu_left,
-            gpu_count,
-            model,
-            pod_count,
-            pod_cpu,
-            pod_mem,
-            pod_num,
-            pod_milli,
-            pod_mask,
-        ):
+    best_score = np.int64(-1)
+    for n in range(scores.shape[0]):
+        s = scores[n]
+        if s < 0:
             continue
-        s = _cached_score(
-            n,
-            key,
-            cpu_left,
-            gpu_left,
-            gpu_count,
-            model,
-            version,
-            frag,
-            frag_version,
-            cache_score,
-            cache_gpu,
-            cache_version,
-            pod_cpu,
-            pod_num,
-            pod_milli,
-            tp_cpu,
-            tp_gpu,
-            tp_num,
-            tp_mask,
-            tp_freq,
-            scratch,
-        )
-        if count == 0 or s > best_score:
+        if s > best_score:
             best_score = s
             count = 0
         if s == best_score:
