@@ -8,7 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpudefrag.batch.objective import Objective, evaluate_plan
-from gpudefrag.batch.placer import MAX_AGE_BONUS_MILLI, BatchPlacer, SolverConfig, age_bonus_milli
+from gpudefrag.batch.placer import (
+    MAX_AGE_BONUS_MILLI,
+    BatchPlacer,
+    SolverConfig,
+    age_bonus_milli,
+    whole_gpu_bonus_milli,
+)
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodSpec, pod_batch
@@ -77,11 +83,14 @@ def test_never_worse_than_fgd_with_ages(data, gen, typical_small) -> None:
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=8, max_prior=12))
     pods = data.draw(gen.batches(8))
     waits = data.draw(st.lists(st.floats(0, 5000), min_size=len(pods), max_size=len(pods)))
-    config = SolverConfig(time_limit_s=2.0, deterministic_time=0.05, age_weight_milli_per_s=2.0)
+    above = data.draw(st.sampled_from([0, 500]))  # with and without whole-GPU bonuses
+    config = SolverConfig(
+        time_limit_s=2.0, deterministic_time=0.05, age_weight_milli_per_s=2.0, whole_gpu_above_milli=above
+    )
     placer = BatchPlacer(typical_small, config)
     result = placer.place(state, pods, waited_s=waits)
     fgd = placer.fgd_plan(state, pods)
-    ages = placer.age_bonuses(waits, len(pods))
+    ages = placer.pod_bonuses(pods, waits)
     nodes = {p.node for p in fgd if p is not None} | {p.node for p in result.placements if p is not None}
 
     def objective(plan) -> Objective:
@@ -93,3 +102,50 @@ def test_never_worse_than_fgd_with_ages(data, gen, typical_small) -> None:
     assert chosen.at_least(reference)
     if result.stats.source == "solver":
         assert chosen.better_than(reference)
+
+
+# ---------------------------------------------------------------- whole-GPU sharing pods
+
+
+def test_the_whole_gpu_bonus_tops_large_sharing_pods_up_to_a_gpu() -> None:
+    assert whole_gpu_bonus_milli(OLD_SHARED, 700) == 190  # 810 -> counts 1,000
+    assert whole_gpu_bonus_milli(PodSpec(2000, 8192, 1, 700), 700) == 0  # not above the line
+    assert whole_gpu_bonus_milli(YOUNG_WHOLE, 700) == 0  # a whole GPU already
+    assert whole_gpu_bonus_milli(PodSpec(2000, 8192, 2, 1000), 700) == 0
+    assert whole_gpu_bonus_milli(PodSpec(2000, 8192, 0, 0), 700) == 0  # CPU-only
+    assert whole_gpu_bonus_milli(OLD_SHARED, 0) == 0  # off
+
+
+@pytest.mark.parametrize(
+    ("above", "waited_s", "placed"),
+    [
+        (0, 10.0, "young-whole"),  # off: 1000 > 810 + 10
+        (700, 10.0, "old-shared"),  # 810 + 190 + 10 = 1010 > 1000: queue order stands
+        (700, 0.0, "young-whole"),  # a tie on 1000 milli: the full GPU fragments less
+        (850, 10.0, "young-whole"),  # 810 is not above 850: no bonus
+    ],
+)
+def test_a_large_sharing_pod_counts_as_a_whole_gpu(above: int, waited_s: float, placed: str) -> None:
+    # One node with one GPU; the batch in queue order: an 810-milli pod, then a 1-GPU pod.
+    # Aging 1 milli/s, the older pod has waited ``waited_s`` and the younger none.
+    typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
+    config = SolverConfig(age_weight_milli_per_s=1.0, whole_gpu_above_milli=above, min_solver_batch=1)
+    placer = BatchPlacer(typical, config)
+    result = placer.place(one_gpu_node(), [OLD_SHARED, YOUNG_WHOLE], waited_s=[waited_s, 0.0])
+    assert [p.pod.name for p in result.placements if p is not None] == [placed]
+
+
+def test_pod_bonuses_add_age_and_whole_gpu_bonuses() -> None:
+    typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
+    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0, whole_gpu_above_milli=700))
+    assert placer.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], [30.0, 5.0]) == [220, 5]
+    assert placer.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], []) == [190, 0]  # no waits given
+    plain = BatchPlacer(typical, SolverConfig())
+    assert plain.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], [30.0, 5.0]) == []
+
+
+@pytest.mark.parametrize("above", [-1, 1000, 5000])
+def test_a_whole_gpu_line_outside_a_gpu_is_refused(above: int) -> None:
+    typical = typical_pods(pod_batch([OLD_SHARED]))
+    with pytest.raises(ValueError, match="whole_gpu_above_milli"):
+        BatchPlacer(typical, SolverConfig(whole_gpu_above_milli=above))

@@ -11,6 +11,8 @@ For a batch of pending pods on a state:
    With ``age_weight_milli_per_s`` > 0 a placed pod counts, besides its GPU milli, an *age
    bonus*: its wait so far times that weight (see :func:`age_bonus_milli`), so the solver passes
    an older pod over for a younger one only when the GPU milli gained exceeds the difference.
+   With ``whole_gpu_above_milli`` > 0 a sharing pod asking more than that counts as a whole GPU
+   (see :func:`whole_gpu_bonus_milli`).
 5. **Trust nothing.** Replay the solver's plan on a copy (:func:`evaluate_plan`); keep it only
    if it is valid and strictly better than FGD's plan under the exact objective, compared on
    the union of the nodes either plan touches.  Otherwise FGD's plan stands and the reason is
@@ -38,6 +40,7 @@ from gpudefrag.batch.patterns import Pattern, enumerate_patterns
 from gpudefrag.batch.protect import protected_nodes
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import node_view
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.fgd import FgdPolicy
@@ -73,6 +76,12 @@ class SolverConfig:
     age_weight_milli_per_s: float = 0.0
     """Age bonus of a placed pod, in milli-GPU per second it has waited, added to its GPU milli
     in the objective's first term (0: GPU milli only)."""
+    whole_gpu_above_milli: int = 0
+    """A sharing pod asking more than this many milli-GPU counts as a whole GPU (1,000 milli) in
+    the objective's first term (0: every pod counts its own milli).  Few pods can share the rest
+    of its GPU, so placing it takes the GPU much as a whole-GPU pod does; counted at its own
+    milli, it loses every whole GPU to a whole-GPU pod that arrived after it (age bonuses aside)
+    when whole GPUs are scarce (docs/tuning-suite1b.md, ninth part)."""
     lifetime_ties: bool = False
     """FGD's plan breaks score ties by the nodes' expected busy times when the scheduler gives
     node lifetimes (:mod:`gpudefrag.batch.lifetime`)."""
@@ -90,6 +99,15 @@ def age_bonus_milli(waited_s: float, weight_milli_per_s: float) -> int:
     """A pod's age bonus: ``floor(weight * waited_s)`` milli-GPU, at least 0 and at most
     :data:`MAX_AGE_BONUS_MILLI` (an integer, so the objective stays exact)."""
     return int(min(max(math.floor(weight_milli_per_s * waited_s), 0), MAX_AGE_BONUS_MILLI))
+
+
+def whole_gpu_bonus_milli(pod: PodSpec, above_milli: int) -> int:
+    """What a sharing pod asking more than ``above_milli`` (> 0) milli-GPU lacks of a whole GPU:
+    ``1000 - gpu_milli``, so that with it the pod counts as 1,000 milli; 0 for every other pod
+    (and for every pod when ``above_milli`` is 0)."""
+    if above_milli <= 0 or not pod.is_sharing or pod.gpu_milli <= above_milli:
+        return 0
+    return GPU_MILLI_PER_GPU - pod.gpu_milli
 
 
 @dataclass(frozen=True)
@@ -134,6 +152,9 @@ class BatchPlacer:
         weight = self.config.age_weight_milli_per_s
         if not (math.isfinite(weight) and weight >= 0):
             raise ValueError(f"age_weight_milli_per_s must be a finite number >= 0, got {weight}")
+        above = self.config.whole_gpu_above_milli
+        if not 0 <= above < GPU_MILLI_PER_GPU:
+            raise ValueError(f"whole_gpu_above_milli must be in [0, {GPU_MILLI_PER_GPU}), got {above}")
         self.fgd = FgdPolicy(self.typical)
         self._tp = self.typical.kernel_args
         self.fallbacks: Counter[str] = Counter()
@@ -148,6 +169,15 @@ class BatchPlacer:
         if len(waited_s) != n_pods:
             raise ValueError(f"{len(waited_s)} waits for {n_pods} pods")
         return [age_bonus_milli(w, weight) for w in waited_s]
+
+    def pod_bonuses(self, pods: Sequence[PodSpec], waited_s: Sequence[float]) -> list[int]:
+        """Each pod's bonus in the objective's first term: its age bonus (:meth:`age_bonuses`)
+        plus its whole-GPU bonus (:func:`whole_gpu_bonus_milli`); empty when neither applies."""
+        age = self.age_bonuses(waited_s, len(pods))
+        whole = [whole_gpu_bonus_milli(p, self.config.whole_gpu_above_milli) for p in pods]
+        if not any(whole):
+            return age
+        return [a + w for a, w in zip(age, whole)] if age else whole
 
     def protected(self, state: ClusterState, blocked: Iterable[PodSpec]) -> frozenset[int]:
         """The nodes to keep free for ``blocked`` (queue order) under this config."""
@@ -245,7 +275,8 @@ class BatchPlacer:
         age_milli: Sequence[int] = (),
     ) -> tuple[list[Pattern], list[int]]:
         """All patterns, and the indices of those that make up FGD's answer; each carries its
-        members' age bonuses ``age_milli[i]`` (none if empty)."""
+        members' bonuses ``age_milli[i]`` (age and whole-GPU: :meth:`pod_bonuses`; none if
+        empty)."""
         cfg = self.config
         out: list[Pattern] = []
         index: dict[tuple[int, tuple[int, ...]], int] = {}
@@ -329,7 +360,7 @@ class BatchPlacer:
         ``lifetimes`` and ``run_s[i]`` (pod ``i``'s expected run time) break FGD's ties when
         ``lifetime_ties`` is set (see :meth:`fgd_plan`)."""
         started = time.perf_counter()
-        age = self.age_bonuses(waited_s, len(pods))
+        age = self.pod_bonuses(pods, waited_s)
         hint = self.fgd_plan(state, pods, protected, lifetimes, run_s)
         fgd_list = [p for p in hint if p is not None]
         if len(pods) < self.config.min_solver_batch:
@@ -406,7 +437,8 @@ class BatchPlacer:
     ) -> tuple[list[Placement | None], Objective, Objective, str]:
         """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
 
-        The solver's plan is kept only if valid and strictly better, on the union of touched nodes.
+        The solver's plan is kept only if valid and strictly better, on the union of touched nodes;
+        both plans count the bonuses ``age_milli`` of the pods they place (:meth:`pod_bonuses`).
         """
         penalty = self.config.protect_penalty_milli
 

@@ -104,8 +104,10 @@ class Suite1bConfig:
     small_plans_per_tick: int = 4  # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
     # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
     small_margin: float | None = -0.5
-    headroom_fraction: float = 0.04  # GPUs that must stay free for a 2+ GPU plan; doc: "Small-pod margin"
-    solver: SolverConfig = field(  # batch placer; doc: the four "Solver: ..." sections
+    headroom_fraction: float = (
+        0.035  # GPUs that must stay free for a 2+ GPU plan; doc: "Solver: whole-GPU sharing pods"
+    )
+    solver: SolverConfig = field(  # batch placer; doc: the "Solver: ..." sections
         default_factory=lambda: SolverConfig(
             min_solver_batch=2,
             deterministic_time=0.005,
@@ -114,6 +116,7 @@ class Suite1bConfig:
             protect_blocked=8,
             lifetime_ties=True,  # FGD-tied nodes: the one that drains last; doc: "Solver: lifetime ties"
             age_weight_milli_per_s=1.0,  # waiting pods gain 1 milli per second; doc: "Solver: aging"
+            whole_gpu_above_milli=700,  # sharing pods above 700 milli count 1,000; doc: "Solver: whole-GPU sharing pods"
         )
     )
     decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
