@@ -44,8 +44,8 @@ after that run; run once, on 2026-12-03 at commit e93b22a, so now spent.  ``conf
 seeds picked on 2026-12-03 after that run; run once, on 2026-12-05 at commit db69fb7, so now
 spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run once, on 2026-12-05
 at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
-run, never run yet: the next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and its
-figures are the ones reported."""
+run, never run yet: the next confirmation.  A confirmation set runs once, at the end, with the
+suite's own settings, and its figures are the ones reported."""
 RUN_ONCE_SEED_SETS = ("confirmation", "confirmation-2", "confirmation-3", "confirmation-4", "confirmation-5")
 
 
@@ -106,9 +106,8 @@ class Suite1bConfig:
     small_plans_per_tick: int = 4  # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
     # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
     small_margin: float | None = -0.5
-    headroom_fraction: float = (
-        0.035  # GPUs that must stay free for a 2+ GPU plan; doc: "Solver: whole-GPU sharing pods"
-    )
+    # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate", "Solver: whole-GPU sharing pods"
+    headroom_fraction: float = 0.035
     solver: SolverConfig = field(  # batch placer; doc: the "Solver: ..." sections
         default_factory=lambda: SolverConfig(
             min_solver_batch=2,
@@ -118,7 +117,8 @@ class Suite1bConfig:
             protect_blocked=8,
             lifetime_ties=True,  # FGD-tied nodes: the one that drains last; doc: "Solver: lifetime ties"
             age_weight_milli_per_s=1.0,  # waiting pods gain 1 milli per second; doc: "Solver: aging"
-            whole_gpu_above_milli=700,  # sharing pods above 700 milli count 1,000; doc: "Solver: whole-GPU sharing pods"
+            # sharing pods above 700 milli count as 1,000; doc: "Solver: whole-GPU sharing pods"
+            whole_gpu_above_milli=700,
         )
     )
     decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
