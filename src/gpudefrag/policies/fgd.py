@@ -54,7 +54,6 @@ class FgdPolicy(Policy):
             self._index = None
         self._keys: dict[tuple[int, int, int, int], int] = {}
         self._n_nodes = -1
-        self._tied = np.empty(0, dtype=np.int64)  # scratch: the nodes tied for the best score
 
     def _ensure(self, state: ClusterState, pod: PodSpec) -> int:
         n = state.num_nodes
@@ -131,20 +130,15 @@ class FgdPolicy(Policy):
         of the best score, the largest ``prefer(tied)`` value wins, then the lowest
         ``tie_rank``.  ``prefer`` is asked only when two or more nodes tie.  With a preference
         equal on every node this is :meth:`select`'s choice."""
-        from gpudefrag.policies.fgd_kernel import fgd_tied
-
-        key = self._ensure(state, pod)
-        if self._tied.size < state.num_nodes:
-            self._tied = np.empty(state.num_nodes, dtype=np.int64)
-        count = fgd_tied(*self._args(state, key, False), *pod.fit_key, *self._tp, self._tied)
-        if count == 0:
+        scores, gpu = self.score_nodes_and_gpus(state, pod)
+        best = scores.max(initial=-1)
+        if best < 0:
             return None
-        if count == 1:
-            node = int(self._tied[0])
-        else:
-            tied = self._tied[:count].copy()
-            node = int(tied[np.lexsort((state.tie_rank[tied], -prefer(tied)))[0]])
-        return self._placement(state, pod, node, int(self._cache_gpu[node, key]))
+        tied = np.flatnonzero(scores == best)
+        if tied.size > 1:
+            tied = tied[np.lexsort((state.tie_rank[tied], -prefer(tied)))]
+        node = int(tied[0])
+        return self._placement(state, pod, node, int(gpu[node]))
 
     @staticmethod
     def _placement(state: ClusterState, pod: PodSpec, node: int, gpu: int) -> Placement:
