@@ -84,8 +84,13 @@ def test_never_worse_than_fgd_with_ages(data, gen, typical_small) -> None:
     pods = data.draw(gen.batches(8))
     waits = data.draw(st.lists(st.floats(0, 5000), min_size=len(pods), max_size=len(pods)))
     above = data.draw(st.sampled_from([0, 500]))  # with and without whole-GPU bonuses
+    most = data.draw(st.sampled_from([0, 1]))  # every pod ages, or only pods of <= 1 GPU
     config = SolverConfig(
-        time_limit_s=2.0, deterministic_time=0.05, age_weight_milli_per_s=2.0, whole_gpu_above_milli=above
+        time_limit_s=2.0,
+        deterministic_time=0.05,
+        age_weight_milli_per_s=2.0,
+        whole_gpu_above_milli=above,
+        age_max_gpus=most,
     )
     placer = BatchPlacer(typical_small, config)
     result = placer.place(state, pods, waited_s=waits)
@@ -149,3 +154,45 @@ def test_a_whole_gpu_line_outside_a_gpu_is_refused(above: int) -> None:
     typical = typical_pods(pod_batch([OLD_SHARED]))
     with pytest.raises(ValueError, match="whole_gpu_above_milli"):
         BatchPlacer(typical, SolverConfig(whole_gpu_above_milli=above))
+
+
+# ---------------------------------------------------------------- no age bonus for multi-GPU pods
+
+OLD_PAIR = PodSpec(4000, 16384, 2, 1000, name="old-pair")
+YOUNG_ONE_A = PodSpec(2000, 8192, 1, 1000, name="young-a")
+YOUNG_ONE_B = PodSpec(2000, 8192, 1, 1000, name="young-b")
+
+
+def two_gpu_node() -> ClusterState:
+    return ClusterState(["n0"], [0], [2], [32000], [131072])
+
+
+@pytest.mark.parametrize(
+    ("most", "placed"),
+    [
+        # every pod ages: 2000 + 3000 for the old pair beats 2000 + 10 + 10 for the two young pods
+        (0, ["old-pair"]),
+        # only pods of <= 1 GPU age: 2000 + 0 against 2000 + 20, so the young pods take the GPUs
+        (1, ["young-a", "young-b"]),
+        # pods of <= 2 GPUs age: as with 0
+        (2, ["old-pair"]),
+    ],
+)
+def test_age_max_gpus_keeps_the_age_bonus_to_small_pods(most: int, placed: list[str]) -> None:
+    # One node with two free GPUs; the batch in queue order: a 2-GPU pod that has waited 3,000 s,
+    # then two 1-GPU pods that have waited 10 s.  Either the pair or the two single pods fit.
+    # FGD places in queue order (the pair); the solver replaces it only when its objective says so.
+    pods = [OLD_PAIR, YOUNG_ONE_A, YOUNG_ONE_B]
+    typical = typical_pods(pod_batch(pods))
+    config = SolverConfig(age_weight_milli_per_s=1.0, age_max_gpus=most, min_solver_batch=1)
+    placer = BatchPlacer(typical, config)
+    assert placer.age_bonuses(pods, [3000.0, 10.0, 10.0]) == ([3000, 10, 10] if most != 1 else [0, 10, 10])
+    result = placer.place(two_gpu_node(), pods, waited_s=[3000.0, 10.0, 10.0])
+    assert [p.pod.name for p in result.placements if p is not None] == placed
+    assert result.stats.source == ("fgd" if placed == ["old-pair"] else "solver")
+
+
+def test_a_negative_age_max_gpus_is_refused() -> None:
+    typical = typical_pods(pod_batch([OLD_PAIR]))
+    with pytest.raises(ValueError, match="age_max_gpus"):
+        BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0, age_max_gpus=-1))

@@ -130,3 +130,36 @@ def test_suite_1a_refuses_the_1b_options(tmp_path):
         "gpudefrag suite 1a: error: unrecognized arguments: --set plans_per_tick=1 --no-sweep"
     ]
     assert not any(tmp_path.iterdir())
+
+
+def test_a_negative_defrag_age_max_gpus_names_the_setting():
+    with pytest.raises(ConfigError, match=r"defrag_age_max_gpus=-1: must be >= 0 \(or none\)"):
+        Suite1bConfig(defrag_age_max_gpus=-1)
+
+
+@pytest.mark.parametrize(
+    ("setting", "with_defrag", "expected"),
+    [
+        (1, True, 1),  # next to the defragmenter: only pods of <= 1 GPU age
+        (1, False, 0),  # the solver alone keeps solver.age_max_gpus (0: every pod ages)
+        (None, True, 0),  # none: solver.age_max_gpus for both
+    ],
+)
+def test_defrag_age_max_gpus_applies_only_next_to_the_defragmenter(setting, with_defrag, expected):
+    from gpudefrag.experiments.scenario1b import make_scheduler, scenario
+
+    cfg = Suite1bConfig(n_nodes=4, horizon_h=0.1, defrag_age_max_gpus=setting)
+    inputs, _, _ = scenario(cfg, 1.0, 42)
+    scheduler, _ = make_scheduler(cfg, inputs, "solver", 42, with_defrag=with_defrag)
+    assert scheduler.placer.config.age_max_gpus == expected
+    assert scheduler.placer.config.age_weight_milli_per_s == cfg.solver.age_weight_milli_per_s
+
+
+def test_an_optional_field_takes_none_whatever_its_value():
+    base = Suite1bConfig()
+    assert base.defrag_age_max_gpus == 1 and base.small_margin is not None
+    cfg = apply_overrides(base, ["defrag_age_max_gpus=none", "small_margin=None"])
+    assert cfg.defrag_age_max_gpus is None and cfg.small_margin is None
+    assert apply_overrides(cfg, ["defrag_age_max_gpus=2"]).defrag_age_max_gpus == 2
+    with pytest.raises(ConfigError, match="plans_per_tick=none: expected int"):
+        apply_overrides(base, ["plans_per_tick=none"])  # not optional

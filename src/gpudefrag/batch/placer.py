@@ -10,7 +10,8 @@ For a batch of pending pods on a state:
 4. **Solve.** CP-SAT set packing (see :mod:`gpudefrag.batch.cpsat`), FGD's patterns as the hint.
    With ``age_weight_milli_per_s`` > 0 a placed pod counts, besides its GPU milli, an *age
    bonus*: its wait so far times that weight (see :func:`age_bonus_milli`), so the solver passes
-   an older pod over for a younger one only when the GPU milli gained exceeds the difference.
+   an older pod over for a younger one only when the GPU milli gained exceeds the difference
+   (with ``age_max_gpus`` set, only pods of at most that many GPUs earn one).
    With ``whole_gpu_above_milli`` > 0 a sharing pod asking more than that counts as a whole GPU
    (see :func:`whole_gpu_bonus_milli`).
 5. **Trust nothing.** Replay the solver's plan on a copy (:func:`evaluate_plan`); keep it only
@@ -76,6 +77,12 @@ class SolverConfig:
     age_weight_milli_per_s: float = 0.0
     """Age bonus of a placed pod, in milli-GPU per second it has waited, added to its GPU milli
     in the objective's first term (0: GPU milli only)."""
+    age_max_gpus: int = 0
+    """Only pods asking at most this many GPUs earn an age bonus (0: every pod).  A multi-GPU
+    pod that has waited an hour outweighs any number of small pods for the same whole GPUs;
+    with 1, a drained node goes to the small pods behind it, and the multi-GPU pod keeps its
+    queue place in FGD's plan and its defragmentation plans (docs/tuning-suite1b.md, tenth
+    part)."""
     whole_gpu_above_milli: int = 0
     """A sharing pod asking more than this many milli-GPU counts as a whole GPU (1,000 milli) in
     the objective's first term (0: every pod counts its own milli).  Few pods can share the rest
@@ -152,6 +159,8 @@ class BatchPlacer:
         weight = self.config.age_weight_milli_per_s
         if not (math.isfinite(weight) and weight >= 0):
             raise ValueError(f"age_weight_milli_per_s must be a finite number >= 0, got {weight}")
+        if self.config.age_max_gpus < 0:
+            raise ValueError(f"age_max_gpus must be >= 0, got {self.config.age_max_gpus}")
         above = self.config.whole_gpu_above_milli
         if not 0 <= above < GPU_MILLI_PER_GPU:
             raise ValueError(f"whole_gpu_above_milli must be in [0, {GPU_MILLI_PER_GPU}), got {above}")
@@ -160,20 +169,25 @@ class BatchPlacer:
         self.fallbacks: Counter[str] = Counter()
 
     # --------------------------------------------------------------------- steps
-    def age_bonuses(self, waited_s: Sequence[float], n_pods: int) -> list[int]:
-        """Each pod's age bonus under this config (:func:`age_bonus_milli`); empty when the
-        config weighs no waits or no waits are given."""
+    def age_bonuses(self, pods: Sequence[PodSpec], waited_s: Sequence[float]) -> list[int]:
+        """Each pod's age bonus under this config (:func:`age_bonus_milli`; 0 for a pod asking
+        more than ``age_max_gpus`` GPUs when that is set); empty when the config weighs no
+        waits or no waits are given."""
         weight = self.config.age_weight_milli_per_s
         if weight <= 0 or not waited_s:
             return []
-        if len(waited_s) != n_pods:
-            raise ValueError(f"{len(waited_s)} waits for {n_pods} pods")
-        return [age_bonus_milli(w, weight) for w in waited_s]
+        if len(waited_s) != len(pods):
+            raise ValueError(f"{len(waited_s)} waits for {len(pods)} pods")
+        most = self.config.age_max_gpus
+        return [
+            age_bonus_milli(w, weight) if most <= 0 or p.num_gpu <= most else 0
+            for p, w in zip(pods, waited_s)
+        ]
 
     def pod_bonuses(self, pods: Sequence[PodSpec], waited_s: Sequence[float]) -> list[int]:
         """Each pod's bonus in the objective's first term: its age bonus (:meth:`age_bonuses`)
         plus its whole-GPU bonus (:func:`whole_gpu_bonus_milli`); empty when neither applies."""
-        age = self.age_bonuses(waited_s, len(pods))
+        age = self.age_bonuses(pods, waited_s)
         whole = [whole_gpu_bonus_milli(p, self.config.whole_gpu_above_milli) for p in pods]
         if not any(whole):
             return age

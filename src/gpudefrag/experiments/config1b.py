@@ -121,6 +121,9 @@ class Suite1bConfig:
             whole_gpu_above_milli=700,
         )
     )
+    # next to the defragmenter only pods of <= 1 GPU age in the solver (None: solver.age_max_gpus);
+    # doc: "Solver: aging"
+    defrag_age_max_gpus: int | None = 1
     decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
     # what the defragmenter and the solver know of run times; doc: "Run-time estimates"
     runtime_estimates: str = "history"
@@ -153,6 +156,8 @@ class Suite1bConfig:
             math.isfinite(self.small_margin) and self.small_margin > -1.0
         ):
             raise ConfigError(f"small_margin={self.small_margin}: must be a finite number above -1 (or none)")
+        if self.defrag_age_max_gpus is not None and self.defrag_age_max_gpus < 0:
+            raise ConfigError(f"defrag_age_max_gpus={self.defrag_age_max_gpus}: must be >= 0 (or none)")
         if not (math.isfinite(self.horizon_h) and 0 < self.horizon_h <= MAX_HORIZON_H):
             raise ConfigError(f"horizon_h={self.horizon_h}: must be > 0 and at most {MAX_HORIZON_H:g}")
         if not all(math.isfinite(x) and 0 < x <= MAX_LOAD for x in self.loads):

@@ -3,7 +3,8 @@
 A key names a scalar field of the configuration (``plans_per_tick``) or of one of its nested
 configurations (``planner.harm_weight``, ``solver.deterministic_time``).  The value is parsed
 as the field's current type (int, float, bool as ``true``/``false``, str); a field whose value
-is ``None`` takes an int, then a float, then ``none``.  Unknown keys, tuple fields and
+is ``None`` takes an int, then a float, then ``none``, and any field declared optional
+(``int | None``) takes ``none``.  Unknown keys, tuple fields and
 unparsable values raise :class:`ConfigError` naming the key and what is accepted.
 """
 
@@ -15,7 +16,9 @@ from typing import Any
 from gpudefrag.errors import ConfigError
 
 
-def _parse(key: str, text: str, current: Any) -> Any:
+def _parse(key: str, text: str, current: Any, optional: bool = False) -> Any:
+    if optional and text.lower() == "none":
+        return None
     try:
         if isinstance(current, bool):
             if text.lower() not in ("true", "false"):
@@ -70,4 +73,5 @@ def _set(config: Any, key: str, path: list[str], text: str, root: Any) -> Any:
         raise ConfigError(f"--set {key}: unknown setting (known: {known})")
     if len(path) > 1:
         return replace(config, **{head: _set(value, key, path[1:], text, root)})
-    return replace(config, **{head: _parse(key, text, value)})
+    optional = "None" in str(next(f.type for f in fields(config) if f.name == head))
+    return replace(config, **{head: _parse(key, text, value, optional)})

@@ -71,12 +71,17 @@ def make_scheduler(
     base: str,
     seed: int,
     runtimes: RuntimeEstimator | None = None,
+    with_defrag: bool = False,
 ) -> tuple[Scheduler, LatencyModel]:
     """The scheduler of a variant's base and its simulated decision latency: the batch placer
     for ``solver`` (the solver's deterministic time on top of the base latency; its node
-    lifetimes estimated with ``runtimes``), else a policy."""
+    lifetimes estimated with ``runtimes``; ``with_defrag``: next to the defragmenter, so with
+    ``config.defrag_age_max_gpus`` when that is set), else a policy."""
     if base == "solver":
-        placer = BatchPlacer(inputs.typical, config.solver)
+        solver = config.solver
+        if with_defrag and config.defrag_age_max_gpus is not None:
+            solver = replace(solver, age_max_gpus=config.defrag_age_max_gpus)
+        placer = BatchPlacer(inputs.typical, solver)
         return (
             BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1, runtimes=runtimes),
             LatencyModel.deterministic(base_s=config.decision_latency_s),
@@ -124,7 +129,7 @@ def run_scenario(
     inputs, cluster, workload = scenario(config, load, seed)
     base, _, extra = variant.partition("+")
     history = ResidualLife(workload.duration_s) if config.runtime_estimates == "history" else None
-    scheduler, latency = make_scheduler(config, inputs, base, seed, history)
+    scheduler, latency = make_scheduler(config, inputs, base, seed, history, with_defrag=extra == "defrag")
     migration = migration_model(config, restart_s)
     timed = TimedConfig(migration=migration, latency=latency, hold_reserved_pods=config.hold_reserved_pods)
     sim = Simulator(cluster, workload, scheduler, timed, hook)
