@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudefrag.errors import ConfigError
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+
+if TYPE_CHECKING:
+    from gpudefrag.batch.placer import SolverConfig
 
 __all__ = ["add_k8s_commands"]
 
@@ -42,8 +47,28 @@ def _levels(args: argparse.Namespace) -> list[str]:
     return load_topology_levels(args.topology_levels)
 
 
+def _solver_config(args: argparse.Namespace) -> SolverConfig:
+    """The batch placer's settings from ``--age-weight``, ``--age-max-gpus`` and
+    ``--whole-gpu-above`` (a :class:`ConfigError` naming the flag when one is out of range)."""
+    if not (math.isfinite(args.age_weight) and args.age_weight >= 0):
+        raise ConfigError(f"--age-weight {args.age_weight}: must be a finite number >= 0")
+    if args.age_max_gpus < 0:
+        raise ConfigError(f"--age-max-gpus {args.age_max_gpus}: must be >= 0")
+    if not 0 <= args.whole_gpu_above < GPU_MILLI_PER_GPU:
+        raise ConfigError(f"--whole-gpu-above {args.whole_gpu_above}: must be in [0, {GPU_MILLI_PER_GPU})")
+    from gpudefrag.batch.placer import SolverConfig  # OR-Tools only when a scheduler runs
+
+    return SolverConfig(
+        age_weight_milli_per_s=args.age_weight,
+        age_max_gpus=args.age_max_gpus,
+        whole_gpu_above_milli=args.whole_gpu_above,
+    )
+
+
 def cmd_scheduler(args: argparse.Namespace) -> int:
     from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
+
+    solver = _solver_config(args)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     from gpudefrag.k8s.client import client_factory  # lightkube only when a cluster is used
@@ -56,6 +81,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         lease_duration_s=args.lease_duration_s,
         topology_levels=_levels(args),
         gang_timeout_s=args.gang_timeout_s,
+        solver=solver,
     )
     sched = KubeScheduler(factory, config)
     _stop_on_signals(sched.stop)
@@ -204,6 +230,26 @@ def add_k8s_commands(sub: Any) -> None:
     )
     s.add_argument(
         "--gang-timeout-s", type=float, default=300.0, help="release a gang left partly bound after this"
+    )
+    s.add_argument(
+        "--age-weight",
+        type=float,
+        default=0.0,
+        metavar="MILLI_PER_S",
+        help="solver: milli-GPU a pod's wait adds per second to its worth (suite 1b: 1)",
+    )
+    s.add_argument(
+        "--age-max-gpus",
+        type=int,
+        default=0,
+        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (suite 1b with defrag: 1)",
+    )
+    s.add_argument(
+        "--whole-gpu-above",
+        type=int,
+        default=0,
+        metavar="MILLI",
+        help="solver: a sharing pod asking more milli-GPU than this counts as a whole GPU, 0 off (suite 1b: 700)",
     )
     s.set_defaults(func=cmd_scheduler)
     d = sub.add_parser(

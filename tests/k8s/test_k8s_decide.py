@@ -113,3 +113,24 @@ def test_gang_with_a_gated_member_waits():
     only_new = [cache.pods[cache.by_key["default/g-2"]]]
     result = decide_cycle(cache, only_new, core.scheduler, core.policy, core.topology, NOW)
     assert sorted(p.node for _, p in result.binds) == [0, 1, 2]
+
+
+def test_solver_settings_reach_the_placer_and_ages_count_from_creation():
+    # one node with two GPUs; a 2-GPU pod created 3,000 s ago, then two 1-GPU pods created 10 s
+    # ago.  Aging 1 milli/s: the pair is worth 2,000 + 3,000 against 2,000 + 10 + 10, so it keeps
+    # the node (FGD's queue order); with age_max_gpus=1 it earns no bonus and the two young pods
+    # are worth more (worked out as in tests/batch/test_aging.py)
+    from gpudefrag.batch.placer import SolverConfig
+
+    placed = {}
+    for most in (0, 1):
+        cache = ClusterCache()
+        cache.replace_nodes([node("a", gpus=2)])
+        core = DecisionCore("solver", [], solver=SolverConfig(age_weight_milli_per_s=1.0, age_max_gpus=most))
+        core.nodes_changed(cache)
+        assert core.scheduler.placer.config.age_max_gpus == most
+        cache.apply_pod("ADDED", pod("pair", gpus=2, created=to_rfc3339(NOW - 3000)))
+        cache.apply_pod("ADDED", pod("young-a", gpus=1, created=to_rfc3339(NOW - 10)))
+        cache.apply_pod("ADDED", pod("young-b", gpus=1, created=to_rfc3339(NOW - 10)))
+        placed[most] = sorted(rec.key for rec, _ in _decide(cache, core).binds)
+    assert placed == {0: ["default/pair"], 1: ["default/young-a", "default/young-b"]}

@@ -143,6 +143,9 @@ def test_only_one_leader_and_takeover_after_expiry(fake_api):
         (["scheduler", "--kubeconfig", "{missing}"], "no such kubeconfig file"),
         (["scheduler", "--kubeconfig", "{bad}"], "not a usable kubeconfig"),
         (["defrag", "--kubeconfig", "{bad}", "--headroom", "2"], "--headroom must be in [0, 1)"),
+        (["scheduler", "--kubeconfig", "{bad}", "--age-weight", "-1"], "--age-weight -1.0: must be a finite"),
+        (["scheduler", "--kubeconfig", "{bad}", "--age-max-gpus", "-2"], "--age-max-gpus -2: must be >= 0"),
+        (["scheduler", "--kubeconfig", "{bad}", "--whole-gpu-above", "1000"], "must be in [0, 1000)"),
     ],
 )
 def test_bad_command_lines_exit_2_with_one_line(tmp_path, capsys, argv, expected):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.placer import BatchPlacer, SolverConfig
 from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.frag.typical import TypicalPods, typical_pods
 from gpudefrag.k8s import names
@@ -30,8 +30,18 @@ SOLVER_BATCH_PODS = 16
 
 
 class DecisionCore:
-    def __init__(self, policy: str, topology_levels: list[str], typical: TypicalPods | None = None) -> None:
+    def __init__(
+        self,
+        policy: str,
+        topology_levels: list[str],
+        typical: TypicalPods | None = None,
+        solver: SolverConfig | None = None,
+    ) -> None:
+        """``solver``: the batch placer's settings when ``policy`` is ``solver`` (default
+        :class:`~gpudefrag.batch.placer.SolverConfig`).  Its age bonuses count from each pod's
+        creation time; lifetime ties never apply here, since the cycle shows no running pods."""
         self.policy_name = policy
+        self.solver_config = solver if solver is not None else SolverConfig()
         self.topology_levels = list(topology_levels)
         self.fixed_typical = typical
         self.topology: Topology | None = None
@@ -45,7 +55,9 @@ class DecisionCore:
         base = "fgd" if self.policy_name == SOLVER else self.policy_name
         self.policy = make_policy(base, typical)
         if self.policy_name == SOLVER:
-            self.scheduler = BatchScheduler(BatchPlacer(typical), SOLVER_BATCH_PODS, solver_batches=1)
+            self.scheduler = BatchScheduler(
+                BatchPlacer(typical, self.solver_config), SOLVER_BATCH_PODS, solver_batches=1
+            )
         else:
             self.scheduler = PolicyScheduler(self.policy)
         self._warm_up()

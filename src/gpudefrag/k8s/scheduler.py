@@ -38,6 +38,7 @@ from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event, Node, Pod
 
+from gpudefrag.batch.placer import SolverConfig
 from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache, PodRecord
 from gpudefrag.k8s.checkpoints import has_controller_owner
@@ -76,6 +77,8 @@ class SchedulerConfig:
     max_pending: int = 256
     retry_s: float = 30.0
     """A pod found unplaceable is tried again at the next change of the cache, or after this long."""
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    """The batch placer's settings with ``policy="solver"`` (:class:`~gpudefrag.k8s.policy.DecisionCore`)."""
 
 
 @dataclass
@@ -102,7 +105,7 @@ class KubeScheduler:
         self.config = config
         self.clock = clock
         self.cache = ClusterCache()
-        self.core = core or DecisionCore(config.policy, config.topology_levels)
+        self.core = core or DecisionCore(config.policy, config.topology_levels, solver=config.solver)
         self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.stop = threading.Event()
         self.elector = LeaderElector(
