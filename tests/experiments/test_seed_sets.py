@@ -20,7 +20,15 @@ def test_seed_sets_are_disjoint_and_named_back() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["confirmation", "confirmation-2", "confirmation-3", "confirmation-4", "confirmation-5"]
+    "name",
+    [
+        "confirmation",
+        "confirmation-2",
+        "confirmation-3",
+        "confirmation-4",
+        "confirmation-5",
+        "confirmation-6",
+    ],
 )
 def test_a_confirmation_set_refuses_changed_settings(capsys, tmp_path, name) -> None:
     argv = ["suite", "1b", "--seeds", name, "--set", "plans_per_tick=1", "--out", str(tmp_path)]
