@@ -19,17 +19,7 @@ def test_seed_sets_are_disjoint_and_named_back() -> None:
     assert seed_set_name([42, 43]) is None  # part of a set is not the set
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "confirmation",
-        "confirmation-2",
-        "confirmation-3",
-        "confirmation-4",
-        "confirmation-5",
-        "confirmation-6",
-    ],
-)
+@pytest.mark.parametrize("name", RUN_ONCE_SEED_SETS)
 def test_a_confirmation_set_refuses_changed_settings(capsys, tmp_path, name) -> None:
     argv = ["suite", "1b", "--seeds", name, "--set", "plans_per_tick=1", "--out", str(tmp_path)]
     assert main(argv) == 2

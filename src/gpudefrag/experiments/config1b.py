@@ -46,8 +46,8 @@ seeds picked on 2026-12-03 after that run; run once, on 2026-12-05 at commit db6
 spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run once, on 2026-12-05
 at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
 run; run once, on 2026-12-05 at commit 4ea030b, so now spent.  ``confirmation-6``: 20 seeds
-picked on 2026-12-05 after that run, never run yet: the next confirmation.  A confirmation set runs once, at the end, with the
-suite's own settings, and its figures are the ones reported."""
+picked on 2026-12-05 after that run, never run yet: the next confirmation.  A confirmation set
+runs once, at the end, with the suite's own settings, and its figures are the ones reported."""
 RUN_ONCE_SEED_SETS = (
     "confirmation",
     "confirmation-2",

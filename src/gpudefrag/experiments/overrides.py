@@ -65,13 +65,12 @@ def apply_overrides(config: Any, items: list[str]) -> Any:
 
 
 def _set(config: Any, key: str, path: list[str], text: str, root: Any) -> Any:
-    names = {f.name for f in fields(config)}
+    types = {f.name: str(f.type) for f in fields(config)}  # annotations as written
     head = path[0]
-    value = getattr(config, head, None) if head in names else None
-    if head not in names or (len(path) > 1) != is_dataclass(value):
+    value = getattr(config, head, None) if head in types else None
+    if head not in types or (len(path) > 1) != is_dataclass(value):
         known = ", ".join(_scalar_keys(root))
         raise ConfigError(f"--set {key}: unknown setting (known: {known})")
     if len(path) > 1:
         return replace(config, **{head: _set(value, key, path[1:], text, root)})
-    optional = "None" in str(next(f.type for f in fields(config) if f.name == head))
-    return replace(config, **{head: _parse(key, text, value, optional)})
+    return replace(config, **{head: _parse(key, text, value, "None" in types[head])})
