@@ -103,9 +103,10 @@ class Suite1bConfig:
     sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0)  # restart times of the sweep
     sweep_load: float = 1.0  # offered load of the restart-time sweep
     sweep_variants: tuple[str, ...] = ("fgd+defrag", "solver+defrag")  # variants of the restart-time sweep
-    # defrag plan search; doc: "Defragmenter budget" and "Where executed plans end"
+    # defrag plan search; doc: "Defragmenter budget", "Where executed plans end" and, for
+    # max_moves=12, the eleventh part of "Small-pod margin"
     planner: PlannerConfig = field(
-        default_factory=lambda: PlannerConfig(max_moves=8, margin=0.2, harm_weight=1.0, wait_draws=32)
+        default_factory=lambda: PlannerConfig(max_moves=12, margin=0.2, harm_weight=1.0, wait_draws=32)
     )
     tick_interval_s: float = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
     replan_after_s: float = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
@@ -130,9 +131,9 @@ class Suite1bConfig:
             whole_gpu_above_milli=700,
         )
     )
-    # next to the defragmenter only pods of <= 1 GPU age in the solver (None: solver.age_max_gpus);
-    # doc: "Solver: aging"
-    defrag_age_max_gpus: int | None = 1
+    # the solver's age_max_gpus next to the defragmenter (None: solver.age_max_gpus, every pod
+    # ages; 1 was the default from 4ea030b to the eleventh part); doc: "Solver: aging"
+    defrag_age_max_gpus: int | None = None
     decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
     # what the defragmenter and the solver know of run times; doc: "Run-time estimates"
     runtime_estimates: str = "history"
