@@ -364,14 +364,15 @@ SEED_SET_FOLDERS = {
     "confirmation-4": "suite1b-confirmation-4",
     "confirmation-5": "suite1b-confirmation-5",
     "confirmation-6": "suite1b-confirmation-6",
+    "confirmation-7": "suite1b-confirmation-7",
 }
 """Where ``suite 1b`` writes, by seed set (other seeds: ``suite1b-other-seeds``)."""
 
 
 def parse_seeds_or_set(text: str) -> list[int]:
     """A seed set's name (``tuning``, ``old-report``, ``confirmation``, ``confirmation-2``,
-    ``confirmation-3``, ``confirmation-4``, ``confirmation-5``, ``confirmation-6``) or seeds as
-    :func:`parse_seeds` takes them."""
+    ``confirmation-3``, ``confirmation-4``, ``confirmation-5``, ``confirmation-6``,
+    ``confirmation-7``) or seeds as :func:`parse_seeds` takes them."""
     from gpudefrag.experiments.config1b import SEED_SETS
 
     if text in SEED_SETS:
@@ -569,15 +570,16 @@ def add_suite_commands(sub) -> None:
         "runs/suite1b-confirmation-2/, spent on 2026-12-03), confirmation-3 (3001-3020, "
         "runs/suite1b-confirmation-3/, spent on 2026-12-05), confirmation-4 (4001-4020, "
         "runs/suite1b-confirmation-4/, spent on 2026-12-05), confirmation-5 (5001-5020, "
-        "runs/suite1b-confirmation-5/, spent on 2026-12-05) or confirmation-6 (6001-6020, "
-        "runs/suite1b-confirmation-6/): a confirmation set runs the suite's own settings only, "
+        "runs/suite1b-confirmation-5/, spent on 2026-12-05), confirmation-6 (6001-6020, "
+        "runs/suite1b-confirmation-6/, spent on 2026-12-05) or confirmation-7 (7001-7020, "
+        "runs/suite1b-confirmation-7/): a confirmation set runs the suite's own settings only, "
         "once, at the end.",
     )
     _add_shared_suite_options(
         s1b,
         list(range(47, 57)),
         "seeds, or a seed set: tuning, old-report, confirmation, confirmation-2, confirmation-3, "
-        "confirmation-4, confirmation-5, confirmation-6 (default: old-report, 47-56)",
+        "confirmation-4, confirmation-5, confirmation-6, confirmation-7 (default: old-report, 47-56)",
         parse_seeds_or_set,
     )
     _add_scale_options(s1b)

@@ -36,6 +36,7 @@ SEED_SETS: dict[str, tuple[int, ...]] = {
     "confirmation-4": tuple(range(4001, 4021)),
     "confirmation-5": tuple(range(5001, 5021)),
     "confirmation-6": tuple(range(6001, 6021)),
+    "confirmation-7": tuple(range(7001, 7021)),
 }
 """The suite's seed sets.  ``tuning``: settings are chosen here.  ``old-report``: the report set
 of the earlier issues, run many times while settings were chosen, so spent for reporting.
@@ -46,8 +47,10 @@ seeds picked on 2026-12-03 after that run; run once, on 2026-12-05 at commit db6
 spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run once, on 2026-12-05
 at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
 run; run once, on 2026-12-05 at commit 4ea030b, so now spent.  ``confirmation-6``: 20 seeds
-picked on 2026-12-05 after that run, never run yet: the next confirmation.  A confirmation set
-runs once, at the end, with the suite's own settings, and its figures are the ones reported."""
+picked on 2026-12-05 after that run; run once, started on 2026-12-05 at commit 673730e, so now
+spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run, never run yet: the
+next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and
+its figures are the ones reported."""
 RUN_ONCE_SEED_SETS = (
     "confirmation",
     "confirmation-2",
@@ -55,6 +58,7 @@ RUN_ONCE_SEED_SETS = (
     "confirmation-4",
     "confirmation-5",
     "confirmation-6",
+    "confirmation-7",
 )
 
 
