@@ -242,7 +242,7 @@ def add_k8s_commands(sub: Any) -> None:
         "--age-max-gpus",
         type=int,
         default=0,
-        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (suite 1b with defrag: 1)",
+        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (suite 1b: 0)",
     )
     s.add_argument(
         "--whole-gpu-above",
