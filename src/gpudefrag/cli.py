@@ -355,24 +355,18 @@ def cmd_suite_1a(args: argparse.Namespace) -> int:
     return 0
 
 
-SEED_SET_FOLDERS = {
-    "tuning": "suite1b-tuning",
-    "old-report": "suite1b",
-    "confirmation": "suite1b-confirmation",
-    "confirmation-2": "suite1b-confirmation-2",
-    "confirmation-3": "suite1b-confirmation-3",
-    "confirmation-4": "suite1b-confirmation-4",
-    "confirmation-5": "suite1b-confirmation-5",
-    "confirmation-6": "suite1b-confirmation-6",
-    "confirmation-7": "suite1b-confirmation-7",
-}
-"""Where ``suite 1b`` writes, by seed set (other seeds: ``suite1b-other-seeds``)."""
+def seed_set_folder(set_name: str | None) -> str:
+    """Where ``suite 1b`` writes for a seed set: ``suite1b`` for ``old-report`` (the report set
+    of the earlier issues), ``suite1b-<name>`` for the other sets, ``suite1b-other-seeds`` for
+    seeds that are no named set."""
+    if set_name is None:
+        return "suite1b-other-seeds"
+    return "suite1b" if set_name == "old-report" else f"suite1b-{set_name}"
 
 
 def parse_seeds_or_set(text: str) -> list[int]:
-    """A seed set's name (``tuning``, ``old-report``, ``confirmation``, ``confirmation-2``,
-    ``confirmation-3``, ``confirmation-4``, ``confirmation-5``, ``confirmation-6``,
-    ``confirmation-7``) or seeds as :func:`parse_seeds` takes them."""
+    """A seed set's name (a key of :data:`gpudefrag.experiments.config1b.SEED_SETS`) or seeds as
+    :func:`parse_seeds` takes them."""
     from gpudefrag.experiments.config1b import SEED_SETS
 
     if text in SEED_SETS:
@@ -412,7 +406,7 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
     with RunExecutor(args.jobs, args.dask) as executor:
         runs = run_suite(config, progress=not args.no_progress, executor=executor)
     wall = time.perf_counter() - started
-    folder = args.out / SEED_SET_FOLDERS.get(set_name or "", "suite1b-other-seeds")
+    folder = args.out / seed_set_folder(set_name)
     paths = write_report(runs, config, folder, wall, title)
     print((folder / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths))

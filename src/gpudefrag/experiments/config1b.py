@@ -51,15 +51,9 @@ picked on 2026-12-05 after that run; run once, started on 2026-12-05 at commit 6
 spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run, never run yet: the
 next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and
 its figures are the ones reported."""
-RUN_ONCE_SEED_SETS = (
-    "confirmation",
-    "confirmation-2",
-    "confirmation-3",
-    "confirmation-4",
-    "confirmation-5",
-    "confirmation-6",
-    "confirmation-7",
-)
+RUN_ONCE_SEED_SETS = tuple(name for name in SEED_SETS if name.startswith("confirmation"))
+"""The confirmation sets, in the order they were picked: each runs once, with the suite's own
+settings."""
 
 
 def seed_set_name(seeds: tuple[int, ...] | list[int]) -> str | None:
