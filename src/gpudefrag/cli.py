@@ -565,15 +565,17 @@ def add_suite_commands(sub) -> None:
         "runs/suite1b-confirmation-3/, spent on 2026-12-05), confirmation-4 (4001-4020, "
         "runs/suite1b-confirmation-4/, spent on 2026-12-05), confirmation-5 (5001-5020, "
         "runs/suite1b-confirmation-5/, spent on 2026-12-05), confirmation-6 (6001-6020, "
-        "runs/suite1b-confirmation-6/, spent on 2026-12-05) or confirmation-7 (7001-7020, "
-        "runs/suite1b-confirmation-7/): a confirmation set runs the suite's own settings only, "
+        "runs/suite1b-confirmation-6/, spent on 2026-12-05), confirmation-7 (7001-7020, "
+        "runs/suite1b-confirmation-7/, spent on 2026-12-06) or confirmation-8 (8001-8020, "
+        "runs/suite1b-confirmation-8/): a confirmation set runs the suite's own settings only, "
         "once, at the end.",
     )
     _add_shared_suite_options(
         s1b,
         list(range(47, 57)),
         "seeds, or a seed set: tuning, old-report, confirmation, confirmation-2, confirmation-3, "
-        "confirmation-4, confirmation-5, confirmation-6, confirmation-7 (default: old-report, 47-56)",
+        "confirmation-4, confirmation-5, confirmation-6, confirmation-7, confirmation-8 (default: "
+        "old-report, 47-56)",
         parse_seeds_or_set,
     )
     _add_scale_options(s1b)

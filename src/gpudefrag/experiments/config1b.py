@@ -37,6 +37,7 @@ SEED_SETS: dict[str, tuple[int, ...]] = {
     "confirmation-5": tuple(range(5001, 5021)),
     "confirmation-6": tuple(range(6001, 6021)),
     "confirmation-7": tuple(range(7001, 7021)),
+    "confirmation-8": tuple(range(8001, 8021)),
 }
 """The suite's seed sets.  ``tuning``: settings are chosen here.  ``old-report``: the report set
 of the earlier issues, run many times while settings were chosen, so spent for reporting.
@@ -48,8 +49,9 @@ spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run on
 at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
 run; run once, on 2026-12-05 at commit 4ea030b, so now spent.  ``confirmation-6``: 20 seeds
 picked on 2026-12-05 after that run; run once, started on 2026-12-05 at commit 673730e, so now
-spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run, never run yet: the
-next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and
+spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run; run once, on 2026-12-06 at
+commit 60a61e8 (the settings of 673730e, unchanged), so now spent.  ``confirmation-8``: 20 seeds
+picked on 2026-12-06 after that run, never run yet: the next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and
 its figures are the ones reported."""
 RUN_ONCE_SEED_SETS = tuple(name for name in SEED_SETS if name.startswith("confirmation"))
 """The confirmation sets, in the order they were picked: each runs once, with the suite's own
