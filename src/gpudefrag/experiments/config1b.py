@@ -49,10 +49,11 @@ spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run on
 at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
 run; run once, on 2026-12-05 at commit 4ea030b, so now spent.  ``confirmation-6``: 20 seeds
 picked on 2026-12-05 after that run; run once, started on 2026-12-05 at commit 673730e, so now
-spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run; run once, on 2026-12-06 at
-commit 60a61e8 (the settings of 673730e, unchanged), so now spent.  ``confirmation-8``: 20 seeds
-picked on 2026-12-06 after that run, never run yet: the next confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and
-its figures are the ones reported."""
+spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run; run once, on
+2026-12-06 at commit 60a61e8 (the settings of 673730e, unchanged), so now spent.
+``confirmation-8``: 20 seeds picked on 2026-12-06 after that run, never run yet: the next
+confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and its
+figures are the ones reported."""
 RUN_ONCE_SEED_SETS = tuple(name for name in SEED_SETS if name.startswith("confirmation"))
 """The confirmation sets, in the order they were picked: each runs once, with the suite's own
 settings."""
