@@ -75,7 +75,7 @@ def _assert_usage_line(stderr: str, prog: str) -> str:
 
 
 # ------------------------------------------------------------------------------- same hash
-@pytest.mark.parametrize("variant", ["fgd", "solver+defrag"])
+@pytest.mark.parametrize("variant", ["fgd", "solver+defrag", "fgd-nudged"])
 def test_sim_prints_the_hash_suite_1b_gives_the_same_run(mirror, capsys, variant):
     assert main(_sim_args(variant)) == 0
     out = capsys.readouterr().out
@@ -123,6 +123,20 @@ def test_events_file_has_one_json_line_per_processed_event(mirror, capsys, tmp_p
     for e in events:
         log.record(e["t_s"], int(Event[e["event"]]), _as_tuples(e["payload"]))
     assert log.hexdigest() == with_events["event_hash"]
+
+
+def test_the_nudged_fgd_runs_as_fgd_until_the_window_starts_then_apart(mirror, capsys, tmp_path):
+    runs = {}
+    for variant in ("fgd", "fgd-nudged"):
+        path = tmp_path / f"{variant}.jsonl"
+        summary = _sim_json(capsys, _sim_args(variant, "--events", str(path), "--json"))
+        runs[variant] = (summary, [json.loads(line) for line in path.read_text().splitlines()])
+    (plain, plain_events), (nudged, nudged_events) = runs["fgd"], runs["fgd-nudged"]
+    assert nudged["event_hash"] != plain["event_hash"]
+    warmup_s = TINY["hours"] * 3600.0 / 4  # the first quarter is the warm-up
+    first_apart = next(k for k, (a, b) in enumerate(zip(plain_events, nudged_events)) if a != b)
+    assert first_apart > 0 and nudged_events[first_apart]["t_s"] >= warmup_s
+    assert nudged["pods_arrived"] == plain["pods_arrived"]  # the same arrivals either way
 
 
 def test_plans_file_has_one_row_per_executed_plan(mirror, capsys, tmp_path):

@@ -375,10 +375,10 @@ def parse_seeds_or_set(text: str) -> list[int]:
 
 
 def cmd_suite_1b(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, seed_set_name
+    from gpudefrag.experiments.config1b import KNOWN_VARIANTS, RUN_ONCE_SEED_SETS, seed_set_name
     from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report1b import write_report
-    from gpudefrag.experiments.suite1b import VARIANTS, build_config, run_suite
+    from gpudefrag.experiments.suite1b import build_config, run_suite
 
     seeds = tuple(args.seeds)
     set_name = seed_set_name(seeds)
@@ -391,9 +391,11 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
     if args.loads:
         fields["loads"] = tuple(args.loads)
     if args.variants:
-        unknown = sorted(set(args.variants) - set(VARIANTS))
+        unknown = sorted(set(args.variants) - set(KNOWN_VARIANTS))
         if unknown:
-            raise ConfigError(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+            raise ConfigError(
+                f"--variants: unknown {', '.join(unknown)} (known: {', '.join(KNOWN_VARIANTS)})"
+            )
         fields["variants"] = tuple(args.variants)
     if args.no_sweep:
         fields["sweep_restart_s"] = ()
@@ -586,7 +588,8 @@ def add_suite_commands(sub) -> None:
         "--variants",
         type=lambda t: [v.strip() for v in t.split(",") if v.strip()],
         default=None,
-        help="variants (default fgd,bestfit,solver,fgd+defrag,solver+defrag)",
+        help="variants (default fgd,bestfit,solver,fgd+defrag,solver+defrag); add fgd-nudged "
+        "(FGD with one decision changed) for the noise floor of the paired differences",
     )
     s1b.add_argument("--no-sweep", action="store_true", help="skip the restart-time sweep")
     _add_settings_option(s1b)
@@ -618,7 +621,7 @@ def add_sim_command(sub) -> None:
     sim.add_argument(
         "--variant",
         default="fgd",
-        help="fgd, bestfit, solver, fgd+defrag or solver+defrag (default fgd)",
+        help="fgd, bestfit, solver, fgd+defrag, solver+defrag or fgd-nudged (default fgd)",
     )
     _add_scale_options(sim)
     sim.add_argument(

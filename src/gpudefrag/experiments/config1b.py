@@ -18,6 +18,12 @@ from gpudefrag.model.migration import MigrationModel
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
 DEFRAG_VARIANTS = tuple(v for v in VARIANTS if v.endswith("+defrag"))
 """The variants with the defragmenter: the only ones the restart-time sweep can run."""
+NUDGED_VARIANT = "fgd-nudged"
+"""FGD with one decision changed where the metrics window starts
+(:mod:`gpudefrag.experiments.nudge`): its paired difference to FGD is the noise floor.  Run on
+request (``--variants``), not by default."""
+KNOWN_VARIANTS = VARIANTS + (NUDGED_VARIANT,)
+"""Every variant suite 1b and ``gpudefrag sim`` can run."""
 SOLVER_BATCH_PODS = 16
 """Pods per solver batch; only a session's first batch is solved, later ones take FGD's plan."""
 RUNTIME_ESTIMATES = ("oracle", "history")
@@ -177,6 +183,9 @@ class Suite1bConfig:
             raise ConfigError(f"seeds: must be >= 0, got {min(self.seeds)}")
         if not all(math.isfinite(x) and x >= 0 for x in self.sweep_restart_s):
             raise ConfigError(f"sweep_restart_s={self.sweep_restart_s}: each must be a finite number >= 0")
+        unknown = [v for v in self.variants if v not in KNOWN_VARIANTS]
+        if unknown:
+            raise ConfigError(f"variants: unknown {', '.join(unknown)} (known: {', '.join(KNOWN_VARIANTS)})")
         unknown = [v for v in self.sweep_variants if v not in DEFRAG_VARIANTS]
         if unknown:
             raise ConfigError(

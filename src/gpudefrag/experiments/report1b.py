@@ -11,7 +11,9 @@ import numpy as np
 from gpudefrag.experiments import acceptance1b
 from gpudefrag.experiments.acceptance1b import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.atomic import atomic_write
+from gpudefrag.experiments.config1b import NUDGED_VARIANT
 from gpudefrag.experiments.environment import environment_lines
+from gpudefrag.experiments.noise1b import noise_floor_lines
 from gpudefrag.experiments.stats import mean_ci
 from gpudefrag.experiments.suite1b import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
 from gpudefrag.experiments.suite1b import select_runs as _select
@@ -258,6 +260,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
         lines.append("")
     lines += _sweep_lines(runs, config)
     lines += acceptance1b.markdown_lines(runs, config)
+    lines += noise_floor_lines(runs, config)
     lines += [
         "![allocation](suite1b.png)",
         "",
@@ -292,7 +295,7 @@ def _pyplot():
 def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    others = [v for v in config.variants if v != CONTROL]
+    others = [v for v in config.variants if v not in (CONTROL, NUDGED_VARIANT)]
     width = 0.8 / max(len(others), 1)
     for ax, metric, label in (
         (axes[0], "gpu_alloc_pct", "GPU allocation minus FGD (pp)"),
@@ -366,12 +369,12 @@ def _variant_points(
 
 
 def tradeoff_points(runs: list[Run1b], config: Suite1bConfig, load: float) -> tuple[np.ndarray, np.ndarray]:
-    """Every (variant other than FGD, seed) at ``load``: allocation gained (pp) and p95 wait
-    added (s) over FGD."""
+    """Every (variant other than FGD and its nudged control, seed) at ``load``: allocation
+    gained (pp) and p95 wait added (s) over FGD."""
     xs: list[float] = []
     ys: list[float] = []
     for v in config.variants:
-        if v != CONTROL:
+        if v not in (CONTROL, NUDGED_VARIANT):
             x, y = _variant_points(runs, v, load, config.restart_s)
             xs += x
             ys += y
@@ -399,7 +402,7 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
     plt = _pyplot()
     loads = list(config.loads)
     fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4.5), squeeze=False)
-    others = [v for v in config.variants if v != CONTROL]
+    others = [v for v in config.variants if v not in (CONTROL, NUDGED_VARIANT)]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     limits = config.acceptance
     for ax, load in zip(axes[0], loads):

@@ -3,7 +3,9 @@
 The cluster and the arrivals depend only on (workload, load, seed, node count, hours), never on
 the variant, so every variant of one (load, seed) sees the same cluster and arrivals.  A variant
 is ``<base>`` or ``<base>+defrag``: the base ``solver`` is the CP-SAT batch placer on a session's
-first batch, any other base a one-pod-at-a-time policy; ``+defrag`` adds the defragmenter.
+first batch, ``fgd-nudged`` FGD with one decision changed where the metrics window starts
+(:mod:`gpudefrag.experiments.nudge`), any other base a one-pod-at-a-time policy; ``+defrag``
+adds the defragmenter.
 Suite 1b (:func:`gpudefrag.experiments.suite1b.run_one`) and ``gpudefrag sim`` both run a
 scenario through :func:`run_scenario`, so one scenario gives one event hash wherever it runs.
 """
@@ -20,8 +22,9 @@ from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.planner import DefragPlanner
 from gpudefrag.defrag.runtime import ResidualLife
-from gpudefrag.experiments.config1b import SOLVER_BATCH_PODS, Suite1bConfig
+from gpudefrag.experiments.config1b import NUDGED_VARIANT, SOLVER_BATCH_PODS, Suite1bConfig
 from gpudefrag.experiments.inputs import WorkloadInputs, cluster_from_nodes, workload_inputs
+from gpudefrag.experiments.nudge import NudgedScheduler
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.port import RuntimeEstimator, Scheduler
@@ -72,11 +75,13 @@ def make_scheduler(
     seed: int,
     runtimes: RuntimeEstimator | None = None,
     with_defrag: bool = False,
+    nudge_at_s: float = 0.0,
 ) -> tuple[Scheduler, LatencyModel]:
     """The scheduler of a variant's base and its simulated decision latency: the batch placer
     for ``solver`` (the solver's deterministic time on top of the base latency; its node
     lifetimes estimated with ``runtimes``; ``with_defrag``: next to the defragmenter, so with
-    ``config.defrag_age_max_gpus`` when that is set), else a policy."""
+    ``config.defrag_age_max_gpus`` when that is set), FGD nudged once at ``nudge_at_s`` for
+    ``fgd-nudged``, else a policy."""
     if base == "solver":
         solver = config.solver
         if with_defrag and config.defrag_age_max_gpus is not None:
@@ -86,8 +91,10 @@ def make_scheduler(
             BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1, runtimes=runtimes),
             LatencyModel.deterministic(base_s=config.decision_latency_s),
         )
-    policy = PolicyScheduler(make_policy(base, inputs.typical, seed))
-    return policy, LatencyModel.constant(config.decision_latency_s)
+    latency = LatencyModel.constant(config.decision_latency_s)
+    if base == NUDGED_VARIANT:
+        return NudgedScheduler(make_policy("fgd", inputs.typical, seed), nudge_at_s), latency
+    return PolicyScheduler(make_policy(base, inputs.typical, seed)), latency
 
 
 def migration_model(config: Suite1bConfig, restart_s: float) -> MigrationModel:
@@ -129,7 +136,9 @@ def run_scenario(
     inputs, cluster, workload = scenario(config, load, seed)
     base, _, extra = variant.partition("+")
     history = ResidualLife(workload.duration_s) if config.runtime_estimates == "history" else None
-    scheduler, latency = make_scheduler(config, inputs, base, seed, history, with_defrag=extra == "defrag")
+    scheduler, latency = make_scheduler(
+        config, inputs, base, seed, history, with_defrag=extra == "defrag", nudge_at_s=workload.warmup_s
+    )
     migration = migration_model(config, restart_s)
     timed = TimedConfig(migration=migration, latency=latency, hold_reserved_pods=config.hold_reserved_pods)
     sim = Simulator(cluster, workload, scheduler, timed, hook)

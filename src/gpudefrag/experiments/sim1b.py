@@ -20,7 +20,7 @@ from typing import Any
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.config1b import MAX_LOAD, VARIANTS, Suite1bConfig
+from gpudefrag.experiments.config1b import KNOWN_VARIANTS, MAX_LOAD, Suite1bConfig
 from gpudefrag.experiments.eventlog import EventLogFile, check_output_file
 from gpudefrag.experiments.scenario1b import run_scenario
 from gpudefrag.sim.results import TimedResult
@@ -45,8 +45,8 @@ is when the pod first bound (empty if it never did), wherever and whenever that 
 
 def check_variant(variant: str) -> str:
     """``variant`` if it is one of suite 1b's variants, else a :class:`ConfigError`."""
-    if variant not in VARIANTS:
-        raise ConfigError(f"--variant {variant}: unknown (known: {', '.join(VARIANTS)})")
+    if variant not in KNOWN_VARIANTS:
+        raise ConfigError(f"--variant {variant}: unknown (known: {', '.join(KNOWN_VARIANTS)})")
     return variant
 
 
