@@ -375,7 +375,7 @@ def parse_seeds_or_set(text: str) -> list[int]:
 
 
 def cmd_suite_1b(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config1b import KNOWN_VARIANTS, RUN_ONCE_SEED_SETS, seed_set_name
+    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, check_variants, seed_set_name
     from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report1b import write_report
     from gpudefrag.experiments.suite1b import build_config, run_suite
@@ -391,11 +391,7 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
     if args.loads:
         fields["loads"] = tuple(args.loads)
     if args.variants:
-        unknown = sorted(set(args.variants) - set(KNOWN_VARIANTS))
-        if unknown:
-            raise ConfigError(
-                f"--variants: unknown {', '.join(unknown)} (known: {', '.join(KNOWN_VARIANTS)})"
-            )
+        check_variants(args.variants, "--variants")
         fields["variants"] = tuple(args.variants)
     if args.no_sweep:
         fields["sweep_restart_s"] = ()

@@ -65,6 +65,14 @@ RUN_ONCE_SEED_SETS = tuple(name for name in SEED_SETS if name.startswith("confir
 settings."""
 
 
+def check_variants(variants: tuple[str, ...] | list[str], label: str) -> None:
+    """A :class:`ConfigError` naming ``label`` and the unknown names unless every one of
+    ``variants`` is in :data:`KNOWN_VARIANTS`."""
+    unknown = sorted(set(variants) - set(KNOWN_VARIANTS))
+    if unknown:
+        raise ConfigError(f"{label}: unknown {', '.join(unknown)} (known: {', '.join(KNOWN_VARIANTS)})")
+
+
 def seed_set_name(seeds: tuple[int, ...] | list[int]) -> str | None:
     """The name of the seed set ``seeds`` are exactly (in any order), or ``None``."""
     wanted = sorted(seeds)
@@ -183,9 +191,7 @@ class Suite1bConfig:
             raise ConfigError(f"seeds: must be >= 0, got {min(self.seeds)}")
         if not all(math.isfinite(x) and x >= 0 for x in self.sweep_restart_s):
             raise ConfigError(f"sweep_restart_s={self.sweep_restart_s}: each must be a finite number >= 0")
-        unknown = [v for v in self.variants if v not in KNOWN_VARIANTS]
-        if unknown:
-            raise ConfigError(f"variants: unknown {', '.join(unknown)} (known: {', '.join(KNOWN_VARIANTS)})")
+        check_variants(self.variants, "variants")
         unknown = [v for v in self.sweep_variants if v not in DEFRAG_VARIANTS]
         if unknown:
             raise ConfigError(

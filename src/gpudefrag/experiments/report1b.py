@@ -292,10 +292,16 @@ def _pyplot():
     return plt
 
 
+def _compared(config: Suite1bConfig) -> list[str]:
+    """The variants the charts and the trade-off fit compare with FGD: all but FGD itself and
+    its nudged control (the noise floor, reported in its own table)."""
+    return [v for v in config.variants if v not in (CONTROL, NUDGED_VARIANT)]
+
+
 def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    others = [v for v in config.variants if v not in (CONTROL, NUDGED_VARIANT)]
+    others = _compared(config)
     width = 0.8 / max(len(others), 1)
     for ax, metric, label in (
         (axes[0], "gpu_alloc_pct", "GPU allocation minus FGD (pp)"),
@@ -373,11 +379,10 @@ def tradeoff_points(runs: list[Run1b], config: Suite1bConfig, load: float) -> tu
     gained (pp) and p95 wait added (s) over FGD."""
     xs: list[float] = []
     ys: list[float] = []
-    for v in config.variants:
-        if v not in (CONTROL, NUDGED_VARIANT):
-            x, y = _variant_points(runs, v, load, config.restart_s)
-            xs += x
-            ys += y
+    for v in _compared(config):
+        x, y = _variant_points(runs, v, load, config.restart_s)
+        xs += x
+        ys += y
     return np.array(xs), np.array(ys)
 
 
@@ -402,7 +407,7 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
     plt = _pyplot()
     loads = list(config.loads)
     fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4.5), squeeze=False)
-    others = [v for v in config.variants if v not in (CONTROL, NUDGED_VARIANT)]
+    others = _compared(config)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     limits = config.acceptance
     for ax, load in zip(axes[0], loads):
