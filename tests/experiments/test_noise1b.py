@@ -1,5 +1,6 @@
-"""The power of the solver check (gpudefrag.experiments.stats) and the report's noise-floor table
-(gpudefrag.experiments.noise1b), on figures worked out by hand and on made-up runs."""
+"""The power of the solver check (gpudefrag.experiments.stats), the report's noise-floor table and
+its table of what the defragmentation check needs (gpudefrag.experiments.noise1b), on figures
+worked out by hand and on made-up runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import math
 import pytest
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.noise1b import noise_floor_lines
+from gpudefrag.experiments.config1b import Acceptance1b
+from gpudefrag.experiments.noise1b import defrag_power_lines, needed_to_pass, noise_floor_lines
 from gpudefrag.experiments.stats import check_pass_probability, mean_to_pass
 from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
 
@@ -111,3 +113,68 @@ def test_suite_1b_reports_the_noise_floor_when_asked_for_the_nudged_fgd(mirror, 
     assert "## Noise floor" in report
     (row,) = [line for line in report.splitlines() if line.startswith("| 6.0 |")]
     assert "not run" not in row  # both the solver's and the nudged FGD's columns are filled
+
+
+def _defrag_runs(alloc: list[float], net: list[float], p95: list[float]) -> list[Run1b]:
+    """FGD (90 % allocation and net, p95 wait 100 s) and solver+defrag ``alloc[k]`` / ``net[k]``
+    pp and ``p95[k]`` s above it, on seeds 1-4 at load 1.0."""
+    runs = []
+    for k, seed in enumerate((1, 2, 3, 4)):
+        for variant, a, u, w in (("fgd", 0.0, 0.0, 0.0), ("solver+defrag", alloc[k], net[k], p95[k])):
+            metrics = {m: 0.0 for m in METRICS}
+            metrics.update(gpu_alloc_pct=90.0 + a, gpu_useful_pct=90.0 + u, wait_p95_s=100.0 + w)
+            runs.append(Run1b(variant, 1.0, seed, 60.0, metrics, "hash", 0.0))
+    return runs
+
+
+DEFRAG_CONFIG = Suite1bConfig(seeds=(1, 2, 3, 4), loads=(1.0,), variants=("fgd", "solver+defrag"))
+
+
+def _defrag_rows(lines: list[str]) -> dict[str, list[str]]:
+    rows = [line for line in lines if line.startswith("| solver+defrag |")]
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    return {c[1]: c[2:] for c in cells}
+
+
+def test_the_defrag_table_gives_the_true_value_each_part_needs_by_hand() -> None:
+    # Allocation +1.0, +1.2, +0.8, +1.4: mean +1.1, sd sqrt(0.2 / 3) = 0.2582, standard error on 4
+    # seeds 0.1291.  The CI part needs a mean of t(0.975, 3) * 0.1291 = 3.1824 * 0.1291 = 0.411,
+    # below the bar of 1.0, so the bar binds: 1.0 + z(0.8) * 0.1291 = 1.0 + 0.8416 * 0.1291 = 1.109;
+    # on 8 seeds 1.0 + 0.8416 * 0.0913 = 1.077.  Net is 0.3 lower each seed: bar 0.8, so +0.909
+    # and +0.877.  p95 +0, +40, +20, +60 s: mean +30, sd sqrt(2000 / 3) = 25.82; at most +60 s 80 %
+    # of the time needs 60 - 0.8416 * 12.91 = 49.1 s (8 seeds: 60 - 0.8416 * 9.129 = 52.3 s).
+    alloc = [1.0, 1.2, 0.8, 1.4]
+    rows = _defrag_rows(
+        defrag_power_lines(_defrag_runs(alloc, [a - 0.3 for a in alloc], [0, 40, 20, 60]), DEFRAG_CONFIG)
+    )
+    assert rows["allocation (pp)"] == [">= +1", "+1.10", "0.26", "+1.11", "+1.08"]
+    assert rows["net of migration waste (pp)"] == [">= +0.8", "+0.80", "0.26", "+0.91", "+0.88"]
+    assert rows["p95 wait (s)"] == ["<= +60", "+30", "26", "+49", "+52"]
+
+
+def test_with_a_wide_spread_the_interval_above_zero_binds() -> None:
+    # Allocation +0, +2, -1, +3: sd sqrt((1 + 1 + 4 + 4) / 3) = 1.826, standard error 0.9129; the
+    # CI's lower end is above zero once the mean reaches 3.1824 * 0.9129 = 2.905, past the bar, so
+    # 80 % needs 2.905 + 0.8416 * 0.9129 = 3.674.
+    alloc = [0.0, 2.0, -1.0, 3.0]
+    rows = _defrag_rows(defrag_power_lines(_defrag_runs(alloc, alloc, [0, 0, 0, 0]), DEFRAG_CONFIG))
+    assert rows["allocation (pp)"][3] == "+3.67"
+    assert needed_to_pass("gpu_alloc_pct", 1.826, 4, DEFRAG_CONFIG.acceptance) == pytest.approx(
+        3.674, abs=2e-3
+    )
+    assert rows["p95 wait (s)"][2:] == ["0", "n/a", "n/a"]  # identical waits: no spread, no power
+
+
+def test_the_defrag_table_is_left_out_without_a_defrag_variant_and_follows_the_bars() -> None:
+    no_defrag = [r for r in _defrag_runs([1.0] * 4, [1.0] * 4, [0] * 4) if r.variant == "fgd"]
+    assert defrag_power_lines(no_defrag, DEFRAG_CONFIG) == []
+    stricter = Suite1bConfig(
+        seeds=(1, 2, 3, 4),
+        loads=(1.0,),
+        variants=("fgd", "solver+defrag"),
+        acceptance=Acceptance1b(defrag_min_net_gain_pp=1.0),
+    )
+    alloc = [1.0, 1.2, 0.8, 1.4]
+    rows = _defrag_rows(defrag_power_lines(_defrag_runs(alloc, alloc, [0, 40, 20, 60]), stricter))
+    assert rows["net of migration waste (pp)"][:1] == [">= +1"]
+    assert rows["net of migration waste (pp)"][3] == rows["allocation (pp)"][3] == "+1.11"

@@ -181,6 +181,7 @@ def test_write_report_writes_every_file_with_the_acceptance_checks(tmp_path):
     ) in text
     assert "fgd+defrag: allocation +1.20 pp" in text and "p95 +80 s" in text
     assert "80 % of 10.0 plans per run fulfilled" in text
+    assert text.index("## Acceptance checks") < text.index("## What the defragmentation check needs")
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from gpudefrag.experiments.acceptance1b import CONTROL, paired_to_control, per_s
 from gpudefrag.experiments.atomic import atomic_write
 from gpudefrag.experiments.config1b import NUDGED_VARIANT
 from gpudefrag.experiments.environment import environment_lines
-from gpudefrag.experiments.noise1b import noise_floor_lines
+from gpudefrag.experiments.noise1b import defrag_power_lines, noise_floor_lines
 from gpudefrag.experiments.stats import mean_ci
 from gpudefrag.experiments.suite1b import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
 from gpudefrag.experiments.suite1b import select_runs as _select
@@ -261,6 +261,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
     lines += _sweep_lines(runs, config)
     lines += acceptance1b.markdown_lines(runs, config)
     lines += noise_floor_lines(runs, config)
+    lines += defrag_power_lines(runs, config)
     lines += [
         "![allocation](suite1b.png)",
         "",
