@@ -163,6 +163,8 @@ def test_with_a_wide_spread_the_interval_above_zero_binds() -> None:
         3.674, abs=2e-3
     )
     assert rows["p95 wait (s)"][2:] == ["0", "n/a", "n/a"]  # identical waits: no spread, no power
+    with pytest.raises(ValueError, match="wait_p50_s"):
+        needed_to_pass("wait_p50_s", 1.0, 4, DEFRAG_CONFIG.acceptance)
 
 
 def test_the_defrag_table_is_left_out_without_a_defrag_variant_and_follows_the_bars() -> None:

@@ -103,8 +103,10 @@ def needed_to_pass(metric: str, sd: float, n: int, limits: Acceptance1b) -> floa
     if metric == "wait_p95_s":
         bar = limits.defrag_max_p95_wait_added_s
         return -mean_to_pass(sd, n, -bar, -math.inf, probability=POWER)
-    bar = limits.defrag_min_gain_pp if metric == "gpu_alloc_pct" else limits.defrag_min_net_gain_pp
-    return mean_to_pass(sd, n, bar, 0.0, probability=POWER)
+    floors = {"gpu_alloc_pct": limits.defrag_min_gain_pp, "gpu_useful_pct": limits.defrag_min_net_gain_pp}
+    if metric not in floors:
+        raise ValueError(f"{metric!r} is no part of the defragmentation check")
+    return mean_to_pass(sd, n, floors[metric], 0.0, probability=POWER)
 
 
 def defrag_power_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
@@ -113,9 +115,9 @@ def defrag_power_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
     limits = config.acceptance
     load = limits.defrag_load
     bars = {
-        "gpu_alloc_pct": f">= +{limits.defrag_min_gain_pp:g}",
-        "gpu_useful_pct": f">= +{limits.defrag_min_net_gain_pp:g}",
-        "wait_p95_s": f"<= +{limits.defrag_max_p95_wait_added_s:g}",
+        "gpu_alloc_pct": f">= {limits.defrag_min_gain_pp:+g}",
+        "gpu_useful_pct": f">= {limits.defrag_min_net_gain_pp:+g}",
+        "wait_p95_s": f"<= {limits.defrag_max_p95_wait_added_s:+g}",
     }
     rows = []
     for variant in DEFRAG_VARIANTS:
