@@ -1,5 +1,5 @@
 """Suite 1b's noise floor: how far paired differences to FGD spread when little or nothing
-changes, and what that leaves of the solver check's power.
+changes, and what that leaves of the power of the solver and defragmentation checks.
 
 Per load, from the runs (never from hand-copied figures):
 
@@ -32,7 +32,7 @@ from gpudefrag.experiments.stats import check_pass_probability, mean_ci, mean_to
 
 METRIC = "gpu_alloc_pct"
 POWER = 0.8
-"""The chance of meeting the check that :func:`noise_floor_lines` asks the true gain for."""
+"""The chance of meeting a check that both tables ask the true difference for."""
 
 
 def _spread(diffs: dict[int, float]) -> float | None:
@@ -93,6 +93,19 @@ DEFRAG_PARTS = (
 """The parts of the defragmentation check: (name, metric, unit)."""
 
 
+def _bar(metric: str, limits: Acceptance1b) -> tuple[float, bool]:
+    """``metric``'s bar in the defragmentation check, and whether it is a ceiling (p95 wait)
+    rather than a floor (allocation, net)."""
+    bars = {
+        "gpu_alloc_pct": (limits.defrag_min_gain_pp, False),
+        "gpu_useful_pct": (limits.defrag_min_net_gain_pp, False),
+        "wait_p95_s": (limits.defrag_max_p95_wait_added_s, True),
+    }
+    if metric not in bars:
+        raise ValueError(f"{metric!r} is no part of the defragmentation check")
+    return bars[metric]
+
+
 def needed_to_pass(metric: str, sd: float, n: int, limits: Acceptance1b) -> float:
     """The true mean difference to FGD on ``metric`` that meets its part of the defragmentation
     check :data:`POWER` of the time on ``n`` seeds of per-seed deviation ``sd``.
@@ -100,13 +113,10 @@ def needed_to_pass(metric: str, sd: float, n: int, limits: Acceptance1b) -> floa
     Allocation and net ask a mean >= their bar and a 95 % CI's lower end above zero (taken as
     >= 0 here); the p95 wait asks a mean <= its bar, so the answer is the bar less
     ``z(POWER)`` standard errors."""
-    if metric == "wait_p95_s":
-        bar = limits.defrag_max_p95_wait_added_s
+    bar, ceiling = _bar(metric, limits)
+    if ceiling:
         return -mean_to_pass(sd, n, -bar, -math.inf, probability=POWER)
-    floors = {"gpu_alloc_pct": limits.defrag_min_gain_pp, "gpu_useful_pct": limits.defrag_min_net_gain_pp}
-    if metric not in floors:
-        raise ValueError(f"{metric!r} is no part of the defragmentation check")
-    return mean_to_pass(sd, n, floors[metric], 0.0, probability=POWER)
+    return mean_to_pass(sd, n, bar, 0.0, probability=POWER)
 
 
 def defrag_power_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
@@ -114,11 +124,6 @@ def defrag_power_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
     docstring); empty when no defrag variant ran with FGD on two or more seeds at its load."""
     limits = config.acceptance
     load = limits.defrag_load
-    bars = {
-        "gpu_alloc_pct": f">= {limits.defrag_min_gain_pp:+g}",
-        "gpu_useful_pct": f">= {limits.defrag_min_net_gain_pp:+g}",
-        "wait_p95_s": f"<= {limits.defrag_max_p95_wait_added_s:+g}",
-    }
     rows = []
     for variant in DEFRAG_VARIANTS:
         for name, metric, unit in DEFRAG_PARTS:
@@ -134,8 +139,9 @@ def defrag_power_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
                 if sd > 0
                 else ["n/a", "n/a"]
             )
+            bar, ceiling = _bar(metric, limits)
             rows.append(
-                f"| {variant} | {name} ({unit}) | {bars[metric]} | {mean:+.{digits}f} | "
+                f"| {variant} | {name} ({unit}) | {'<=' if ceiling else '>='} {bar:+g} | {mean:+.{digits}f} | "
                 f"{sd:.{digits}f} | {' | '.join(needed)} |"
             )
     if not rows:

@@ -5,6 +5,7 @@ Intervals use Student's t with n - 1 degrees of freedom (seeds are the unit of r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,7 @@ def _pass_threshold(
     """(the sample mean a check of :func:`check_pass_probability` needs, the standard error)."""
     if n < 2 or not sd > 0:
         raise ValueError(f"needs n >= 2 and sd > 0, got n={n}, sd={sd}")
-    se = sd / np.sqrt(n)
+    se = sd / math.sqrt(n)
     return max(min_mean, min_ci_low + float(sps.t.ppf(0.5 + level / 2, n - 1)) * se), se
 
 
