@@ -1,5 +1,5 @@
 """The package's import graph, read from the source with ``ast``: no cycle between modules,
-and no import that goes up the layer order the README states (its "Layers" block).
+and no import that goes up the layer order docs/architecture.md states (its "Layers" block).
 
 Imports under ``if TYPE_CHECKING:`` count too: a cycle that only the type checker sees is
 still two modules that cannot be understood apart.
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 PACKAGE = "gpudefrag"
 
 
@@ -84,7 +84,7 @@ def readme_layers() -> dict[str, int]:
     ``Layers`` block: lines ``<n>. name, name  (comment)``."""
     text = README.read_text()
     block = re.search(r"## Layers\n.*?```\n(.*?)```", text, re.S)
-    assert block, "README.md has no '## Layers' section with a fenced block"
+    assert block, "docs/architecture.md has no '## Layers' section with a fenced block"
     layers: dict[str, int] = {}
     for line in block.group(1).splitlines():
         m = re.match(r"\s*(\d+)\.\s+([\w, ]+?)\s*(?:\(.*\))?$", line)
@@ -109,7 +109,7 @@ def test_imports_go_down_the_layers() -> None:
     layers = readme_layers()
     graph = import_graph()
     unplaced = sorted({top_part(m) for m in graph} - layers.keys())
-    assert not unplaced, f"README's Layers block does not place: {', '.join(unplaced)}"
+    assert not unplaced, f"docs/architecture.md's Layers block does not place: {', '.join(unplaced)}"
     upward = [
         f"{m} (layer {layers[top_part(m)]}) imports {n} (layer {layers[top_part(n)]})"
         for m, deps in sorted(graph.items())

@@ -32,7 +32,7 @@ def test_runs_a_trace_and_prints_json(tmp_path: Path, capsys: pytest.CaptureFixt
     [
         ("submit_s,duration_s,gpus\n0,abc,4\n", [], "line 2, column 'duration_s'"),
         (TRACE, ["--topology", "nvl72"], "unknown topology level 'leaf'"),
-        (TRACE, [], "--nodes is needed"),
+        (TRACE, [], "--nodes: needed with --trace"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -40,7 +40,7 @@ def test_bad_input_exits_2_with_one_line(
 ) -> None:
     f = tmp_path / "jobs.csv"
     f.write_text(text)
-    nodes = [] if needle == "--nodes is needed" else ["--nodes", "4"]
+    nodes = [] if needle == "--nodes: needed with --trace" else ["--nodes", "4"]
     assert main(["gang-sim", "--trace", str(f), "--constraint", "keep", *nodes, *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err

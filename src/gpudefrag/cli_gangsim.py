@@ -12,8 +12,14 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated, Any
 
+from annotated_types import Interval
+
+from gpudefrag.cli_args import LOAD, refuse
+from gpudefrag.cli_suite2 import constraint_arg
 from gpudefrag.errors import ConfigError
+from gpudefrag.settings import value
 
 __all__ = ["add_gangsim_command", "cmd_gangsim"]
 
@@ -34,20 +40,48 @@ SHOWN = (
 )
 
 
-def _jobs_and_window(args: argparse.Namespace, gpn: int):
+COUNTS = ("jobs", "pending_at_end", "migrations", "gang_moves")
+"""Figures that are counts: printed as integers."""
+
+
+def _jobs_and_window(args: argparse.Namespace, gpn: int) -> tuple[list, tuple[float, float], int | None]:
     from gpudefrag.workloads.jobtrace import load_job_trace
     from gpudefrag.workloads.windows import suite_run
 
     if args.trace is not None:
-        if args.window is not None:
-            raise ConfigError("give --trace or --window, not both")
         jobs = load_job_trace(args.trace)
         end = max(j.submit_s for j in jobs) + 1.0
         return jobs, (0.0, args.until_s or end), args.nodes
-    if args.window is None:
-        raise ConfigError("give --trace FILE or --window NAME")
     run = suite_run(args.window, args.load, gpn)
     return run.jobs, run.measure, args.nodes or run.nodes
+
+
+def _gang_constraint(args: argparse.Namespace) -> str:
+    """The multi-node gangs' constraint: ``--constraint`` when given; else the trace's own
+    ``topology`` column when it has one (``keep``), else suite 2's ``preferred:leaf``."""
+    if args.constraint is not None:
+        return str(args.constraint)
+    if args.trace is not None:
+        from gpudefrag.workloads.jobtrace import job_trace_columns
+
+        if "topology" in job_trace_columns(args.trace):
+            return "keep"
+    return "preferred:leaf"
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    if args.trace is not None:
+        refuse(args, {"load": "--load"}, "only with --window (a trace's jobs arrive as listed)")
+    else:
+        refuse(args, {"until_s": "--until-s"}, "only with --trace (a window has its own measure)")
+        args.load = 1.0 if args.load is None else args.load
+    if args.topology_file is not None:
+        refuse(
+            args,
+            {"nodes": "--nodes", "topology": "--topology"},
+            "not with --topology-file (it lists the nodes)",
+        )
+    args.topology = args.topology or "superpod"
 
 
 def cmd_gangsim(args: argparse.Namespace) -> int:
@@ -58,20 +92,27 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     from gpudefrag.model.jobs import parse_constraint
     from gpudefrag.model.topology import load_topology
 
+    _check_modes(args)
     topo_file = load_topology(args.topology_file) if args.topology_file else None
     gpn = topo_file.max_gpus_per_node if topo_file else (8 if args.topology == "superpod" else 4)
     jobs, measure, nodes = _jobs_and_window(args, gpn)
+    gang_constraint = _gang_constraint(args)
     cfg = Suite2Config(
-        windows=(), set_name="gang-sim", topology=args.topology, gang_constraint=args.constraint
+        windows=(),
+        set_name="gang-sim",
+        topology=args.topology,
+        gang_constraint=gang_constraint if gang_constraint != "keep" else "none",
     )
-    if args.constraint != "keep":
-        constraint = parse_constraint(args.constraint)
+    if gang_constraint != "keep":
+        constraint = parse_constraint(gang_constraint)
         jobs = [replace(j, constraint=constraint) if j.gpus > gpn else j for j in jobs]
     if topo_file is not None:
         topo = topo_file
     else:
         if not nodes:
-            raise ConfigError("--nodes is needed with --trace and a preset topology")
+            raise ConfigError(
+                "--nodes: needed with --trace and a preset topology (how many nodes the cluster has)"
+            )
         topo = build_topology(cfg, nodes)
     for j in jobs:
         if j.constraint is not None:
@@ -83,9 +124,10 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     m = summarise(result, topo)
-    out = {"variant": args.variant, "nodes": topo.num_nodes, "event_hash": result.event_hash}
+    out: dict[str, Any] = {"variant": args.variant, "nodes": topo.num_nodes, "constraint": gang_constraint}
+    out["event_hash"] = result.event_hash
     # NaN (no job of a size class) is not JSON: reported as null
-    out.update({k: (None if m[k] != m[k] else m[k]) for k in SHOWN})
+    out.update({k: (None if m[k] != m[k] else (int(m[k]) if k in COUNTS else m[k])) for k in SHOWN})
     if args.json:
         print(json.dumps(out))
     else:
@@ -94,31 +136,72 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_gangsim_command(sub) -> None:
+def _constraint_or_keep(text: str) -> str:
+    """``--constraint``: as suite 2 takes it, or ``keep`` (the trace's own)."""
+    return "keep" if text.strip() == "keep" else constraint_arg(text)
+
+
+def _window_name(text: str) -> str:
+    from gpudefrag.workloads.windows import window
+
+    try:
+        window(text.strip())
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text.strip()
+
+
+def _variant_name(text: str) -> str:
+    from gpudefrag.experiments.config2 import VARIANTS
+
+    if text not in VARIANTS:
+        raise argparse.ArgumentTypeError(f"unknown variant {text!r} (known: {', '.join(VARIANTS)})")
+    return text
+
+
+def add_gangsim_command(sub: Any) -> None:
     p = sub.add_parser(
         "gang-sim",
         help="one job-level scenario of suite 2 (gangs on a topology) on a trace or a suite window",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--trace", type=Path, default=None, help="job-trace CSV (docs/job-trace-format.md)")
-    p.add_argument(
-        "--until-s", type=float, default=None, help="with --trace: end of the run (default: last submit)"
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--trace", type=Path, default=None, help="job-trace CSV (docs/job-trace-format.md)")
+    src.add_argument(
+        "--window", type=_window_name, default=None, help="a suite window instead, e.g. itp04-w2"
     )
-    p.add_argument("--window", default=None, help="a suite window instead, e.g. itp04-w2")
-    p.add_argument("--load", type=float, default=1.0, help="with --window: load 1.0, 1.25, 1.5 (default 1.0)")
+    p.add_argument(
+        "--until-s",
+        type=value(Annotated[float, Interval(gt=0, le=10 * 366 * 86_400)]),
+        default=None,
+        help="with --trace: end of the run in seconds of the trace (default: its last submit)",
+    )
+    p.add_argument("--load", type=LOAD, default=None, help="with --window: load 1.0, 1.25, 1.5 (default 1.0)")
     p.add_argument(
         "--variant",
+        type=_variant_name,
         default="ours",
-        help="volcano, kueue, kai, kai+consolidate, slurm, fgd, ours, ours+defrag",
+        help="volcano, kueue, kai, kai+consolidate, slurm, fgd, ours, ours+defrag (default ours)",
     )
-    p.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod")
+    p.add_argument(
+        "--topology", choices=("superpod", "nvl72"), default=None, help="a preset (default superpod)"
+    )
     p.add_argument(
         "--topology-file", type=Path, default=None, help="a TOML/YAML topology instead of a preset"
     )
-    p.add_argument("--nodes", type=int, default=None, help="nodes of the preset (default: the window's size)")
     p.add_argument(
-        "--constraint", default="preferred:leaf", help="multi-node gangs' constraint, or 'keep' the trace's"
+        "--nodes",
+        type=value(Annotated[int, Interval(ge=1, le=1_000_000)]),
+        default=None,
+        help="nodes of the preset (default: the window's size; needed with --trace)",
+    )
+    p.add_argument(
+        "--constraint",
+        type=_constraint_or_keep,
+        default=None,
+        help="multi-node gangs' constraint, e.g. required:leaf, or 'keep' the trace's (default: the "
+        "trace's topology column when it has one, else preferred:leaf)",
     )
     p.add_argument("--check", action="store_true", help="check every invariant after every event")
     p.add_argument("--json", action="store_true", help="print one JSON object")

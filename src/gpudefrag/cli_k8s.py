@@ -15,14 +15,17 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
+from annotated_types import Interval
+
+from gpudefrag.cli_args import LOAD, SEED
+from gpudefrag.cli_k8s_options import POLICIES
 from gpudefrag.errors import ConfigError
-from gpudefrag.model.constants import GPU_MILLI_PER_GPU
-
-if TYPE_CHECKING:
-    from gpudefrag.batch.placer import SolverConfig
+from gpudefrag.k8s.defrag_config import DefragConfig
+from gpudefrag.settings import flag, value
 
 __all__ = ["add_k8s_commands"]
 
@@ -39,36 +42,9 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def _levels(args: argparse.Namespace) -> list[str]:
-    if args.topology_levels is None:
-        return []
-    from gpudefrag.k8s.topology_config import load_topology_levels
-
-    return load_topology_levels(args.topology_levels)
-
-
-def _solver_config(args: argparse.Namespace) -> SolverConfig:
-    """The batch placer's settings from ``--age-weight``, ``--age-max-gpus`` and
-    ``--whole-gpu-above`` (a :class:`ConfigError` naming the flag when one is out of range)."""
-    if not (math.isfinite(args.age_weight) and args.age_weight >= 0):
-        raise ConfigError(f"--age-weight {args.age_weight}: must be a finite number >= 0")
-    if args.age_max_gpus < 0:
-        raise ConfigError(f"--age-max-gpus {args.age_max_gpus}: must be >= 0")
-    if not 0 <= args.whole_gpu_above < GPU_MILLI_PER_GPU:
-        raise ConfigError(f"--whole-gpu-above {args.whole_gpu_above}: must be in [0, {GPU_MILLI_PER_GPU})")
-    from gpudefrag.batch.placer import SolverConfig  # OR-Tools only when a scheduler runs
-
-    return SolverConfig(
-        age_weight_milli_per_s=args.age_weight,
-        age_max_gpus=args.age_max_gpus,
-        whole_gpu_above_milli=args.whole_gpu_above,
-    )
-
-
 def cmd_scheduler(args: argparse.Namespace) -> int:
+    from gpudefrag.cli_k8s_options import solver_config, topology_levels
     from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
-
-    solver = _solver_config(args)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     from gpudefrag.k8s.client import client_factory  # lightkube only when a cluster is used
@@ -79,9 +55,9 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         identity=_identity(args.identity),
         lease_namespace=args.lease_namespace,
         lease_duration_s=args.lease_duration_s,
-        topology_levels=_levels(args),
+        topology_levels=topology_levels(args),
         gang_timeout_s=args.gang_timeout_s,
-        solver=solver,
+        solver=solver_config(args),
     )
     sched = KubeScheduler(factory, config)
     _stop_on_signals(sched.stop)
@@ -95,49 +71,76 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_defrag(args: argparse.Namespace) -> int:
-    import json
 
+    from gpudefrag.cli_args import refuse
+    from gpudefrag.cli_k8s_options import controller_settings
     from gpudefrag.k8s.defrag import DefragConfig, run_controller
 
+    live_only = {
+        "interval_s": "--interval-s",
+        "identity": "--identity",
+        "lease_namespace": "--lease-namespace",
+    }
+    live_only["lease_duration_s"] = "--lease-duration-s"
+    if args.snapshot:
+        if not args.dry_run:
+            raise ConfigError("--snapshot: plans on files only with --dry-run (nothing to evict in a file)")
+        refuse(args, live_only, "only for a controller running against a cluster, not with --snapshot")
+        return _defrag_snapshot(args)
+    if args.now is not None and not args.dry_run:
+        raise ConfigError("--now: only with --dry-run (a controller acts at the clock's time)")
+    if args.dry_run:
+        refuse(args, live_only, "a dry run plans once, now, and takes no Lease")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    if args.interval_s <= 0 or args.restart_s < 0 or args.reservation_s <= 0:
-        raise ConfigError("--interval-s and --reservation-s must be > 0, --restart-s >= 0")
-    if not 0 <= args.headroom < 1 or args.max_moves < 1:
-        raise ConfigError("--headroom must be in [0, 1) and --max-moves at least 1")
     from gpudefrag.k8s.client import client_factory  # lightkube only when a cluster is used
 
     factory = client_factory(args.kubeconfig)
     config = DefragConfig(
-        interval_s=args.interval_s,
-        reservation_s=args.reservation_s,
-        restart_s=args.restart_s,
-        max_moves=args.max_moves,
-        headroom_fraction=args.headroom,
+        **controller_settings(args),
+        interval_s=args.interval_s if args.interval_s is not None else DefragConfig.interval_s,
         dry_run=args.dry_run,
         identity=_identity(args.identity),
-        lease_namespace=args.lease_namespace,
-        lease_duration_s=args.lease_duration_s,
+        lease_namespace=args.lease_namespace or DefragConfig.lease_namespace,
+        lease_duration_s=args.lease_duration_s or DefragConfig.lease_duration_s,
     )
     stop = threading.Event()
     _stop_on_signals(stop)
-    rec = run_controller(factory, config, stop)
+    now = args.now
+    clock = (lambda: float(now)) if isinstance(now, float) else time.time
+    if now == "snapshot":
+        raise ConfigError("--now snapshot: only with --snapshot (give a time for a live cluster)")
+    rec = run_controller(factory, config, stop, clock=clock)
     if args.dry_run:
-        for plan in rec.counters.printed:
-            print(json.dumps(plan, sort_keys=True))
-        if not rec.counters.printed:
-            print("no plan: no pending pod is blocked by fragmentation with a move worth its cost")
+        _print_plans(rec.counters.printed)
     return 0
+
+
+def _defrag_snapshot(args: argparse.Namespace) -> int:
+    """``defrag --dry-run --snapshot FILE``: the controller's one pass over a snapshot."""
+    from gpudefrag.cli_k8s_options import controller_settings, read_snapshot, snapshot_now
+    from gpudefrag.k8s.defrag import DefragConfig, dry_run
+
+    snap = read_snapshot(args.snapshot)
+    now_s = snapshot_now(snap, args.now)
+    _print_plans(dry_run(snap.nodes, snap.pods, DefragConfig(**controller_settings(args)), now_s).plans)
+    return 0
+
+
+def _print_plans(plans: list[dict]) -> None:
+    import json
+
+    for plan in plans:
+        print(json.dumps(plan, sort_keys=True))
+    if not plans:
+        print("no plan: no pending pod is blocked by fragmentation with a move worth its cost")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import json
-    import math
 
     from gpudefrag.k8s.demo import run_k8s, run_sim
     from gpudefrag.k8s.workload_items import suite1b_items
 
-    if args.scale <= 0 or args.hours <= 0 or args.nodes <= 0:
-        raise ConfigError("--scale, --hours and --nodes must be > 0")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
     workload = suite1b_items(args.load, args.seed, args.hours, args.nodes)
     defrag = not args.no_defrag
@@ -147,7 +150,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"server on 127.0.0.1 (about {args.hours * 3600 / args.scale:.0f} s)",
         file=sys.stderr,
     )
-    k = run_k8s(workload, args.scale, args.policy, defrag, args.restart_s, progress=not args.json)
+    k = run_k8s(
+        workload,
+        args.scale,
+        args.policy,
+        defrag,
+        args.restart_s,
+        progress=not (args.json or args.no_progress),
+    )
     sim = run_sim(args.load, args.seed, args.hours, args.nodes, defrag, args.restart_s)
     a = k.audit
     if args.json:
@@ -195,8 +205,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_k8s_bench(args: argparse.Namespace) -> int:
     from gpudefrag.k8s.bench import run_bench
 
-    if args.nodes <= 0 or args.pods <= args.latency_pods or args.rate <= 0:
-        raise ConfigError("need --nodes > 0, --pods > --latency-pods, --rate > 0")
+    if args.pods <= args.latency_pods:
+        raise ConfigError(f"--latency-pods {args.latency_pods}: must be fewer than --pods ({args.pods})")
     print(
         f"k8s-bench: {args.nodes} nodes x 8 GPUs, {args.latency_pods} pods one at a time at {args.rate:g}/s, "
         f"then {args.pods - args.latency_pods} in a burst; scheduler ({args.policy}) in its own process",
@@ -212,44 +222,36 @@ def cmd_k8s_bench(args: argparse.Namespace) -> int:
     return 0 if r.unbound == 0 else 1
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", type=Path, required=True, help="kubeconfig of the cluster")
+def _lease_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     p.add_argument("--identity", default=None, help="leader-election identity (default: host_pid)")
-    p.add_argument("--lease-namespace", default="kube-system")
-    p.add_argument("--lease-duration-s", type=int, default=15)
+    p.add_argument(
+        "--lease-namespace",
+        default="kube-system" if defaults else None,
+        help="namespace of the leader-election Lease (default kube-system)",
+    )
+    p.add_argument(
+        "--lease-duration-s",
+        type=flag(DefragConfig, "lease_duration_s"),
+        default=15 if defaults else None,
+        help="seconds a Lease is held without renewal (default 15)",
+    )
 
 
 def add_k8s_commands(sub: Any) -> None:
+    from gpudefrag.cli_k8s_options import add_controller_options, add_placement_options
+    from gpudefrag.cli_plan import add_source_options
+
     s = sub.add_parser(
         "scheduler", help="schedule pods with spec.schedulerName=gpudefrag on a cluster", description=__doc__
     )
-    _common(s)
-    s.add_argument("--policy", default="fgd", help="fgd, bestfit, gpupacking, ... or solver (CP-SAT batches)")
+    s.add_argument("--kubeconfig", type=Path, required=True, help="kubeconfig of the cluster")
+    _lease_options(s)
+    add_placement_options(s)
     s.add_argument(
-        "--topology-levels", type=Path, default=None, help="Kueue-style Topology YAML (levels[].nodeLabel)"
-    )
-    s.add_argument(
-        "--gang-timeout-s", type=float, default=300.0, help="release a gang left partly bound after this"
-    )
-    s.add_argument(
-        "--age-weight",
-        type=float,
-        default=0.0,
-        metavar="MILLI_PER_S",
-        help="solver: milli-GPU a pod's wait adds per second to its worth (suite 1b: 1)",
-    )
-    s.add_argument(
-        "--age-max-gpus",
-        type=int,
-        default=0,
-        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (suite 1b: 0)",
-    )
-    s.add_argument(
-        "--whole-gpu-above",
-        type=int,
-        default=0,
-        metavar="MILLI",
-        help="solver: a sharing pod asking more milli-GPU than this counts as a whole GPU, 0 off (suite 1b: 700)",
+        "--gang-timeout-s",
+        type=value(Annotated[float, Interval(gt=0, le=86_400)]),
+        default=300.0,
+        help="release a gang left partly bound after this (default 300)",
     )
     s.set_defaults(func=cmd_scheduler)
     d = sub.add_parser(
@@ -257,15 +259,16 @@ def add_k8s_commands(sub: Any) -> None:
         help="the defragmentation controller (evicts to free room for blocked pods)",
         description=__doc__,
     )
-    _common(d)
+    add_source_options(d)
+    _lease_options(d, defaults=False)
     d.add_argument("--dry-run", action="store_true", help="print the plans and change nothing")
-    d.add_argument("--interval-s", type=float, default=10.0)
-    d.add_argument("--reservation-s", type=float, default=600.0)
-    d.add_argument("--restart-s", type=float, default=60.0, help="restart time of a moved pod (cost model)")
-    d.add_argument("--max-moves", type=int, default=8, help="moves per plan at most")
     d.add_argument(
-        "--headroom", type=float, default=0.05, help="share of GPUs that must stay free for a 2+ GPU plan"
+        "--interval-s",
+        type=flag(DefragConfig, "interval_s"),
+        default=None,
+        help="seconds between reconciles (default 10)",
     )
+    add_controller_options(d)
     d.set_defaults(func=cmd_defrag)
     k = sub.add_parser(
         "k8s-demo",
@@ -274,23 +277,64 @@ def add_k8s_commands(sub: Any) -> None:
         "scenario in accelerated time, runs the scheduler and the defragmentation controller against it, and "
         "prints allocation, waits and moves beside the simulator's figures (exit 1 if the audit fails).",
     )
-    k.add_argument("--load", type=float, default=1.0)
-    k.add_argument("--seed", type=int, default=42)
-    k.add_argument("--hours", type=float, default=2.0)
-    k.add_argument("--nodes", type=int, default=100)
-    k.add_argument("--scale", type=float, default=100.0, help="simulated seconds per wall second")
-    k.add_argument("--policy", default="fgd")
-    k.add_argument("--restart-s", type=float, default=60.0)
+    k.add_argument("--load", type=LOAD, default=1.0, help="offered GPU load (default 1.0)")
+    k.add_argument("--seed", type=SEED, default=42, help="seed (default 42)")
+    k.add_argument(
+        "--hours",
+        type=value(Annotated[float, Interval(gt=0, le=48)]),
+        default=2.0,
+        help="simulated hours (default 2)",
+    )
+    k.add_argument(
+        "--nodes",
+        type=flag("gpudefrag.experiments.config1b:Suite1bConfig", "n_nodes"),
+        default=100,
+        help="nodes sampled (default 100)",
+    )
+    k.add_argument(
+        "--scale",
+        type=value(Annotated[float, Interval(gt=0, le=100_000)]),
+        default=100.0,
+        help="simulated seconds per wall second (default 100)",
+    )
+    k.add_argument("--policy", choices=POLICIES, default="fgd", help="placement policy (default fgd)")
+    k.add_argument(
+        "--restart-s",
+        type=flag(DefragConfig, "restart_s"),
+        default=60.0,
+        help="restart time of a moved pod (default 60)",
+    )
     k.add_argument("--no-defrag", action="store_true", help="scheduler only")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("--no-progress", action="store_true", help="no progress bar")
+    k.add_argument("--json", action="store_true", help="print one JSON object")
     k.set_defaults(func=cmd_demo)
     b = sub.add_parser(
         "k8s-bench",
         help="the scheduler's binds/s, creation-to-bind latency and RSS against the fake API server",
     )
-    b.add_argument("--nodes", type=int, default=1000)
-    b.add_argument("--pods", type=int, default=10_000)
-    b.add_argument("--latency-pods", type=int, default=1000, help="pods of the one-at-a-time phase")
-    b.add_argument("--rate", type=float, default=50.0, help="pods per second in the one-at-a-time phase")
-    b.add_argument("--policy", default="fgd")
+    b.add_argument(
+        "--nodes",
+        type=value(Annotated[int, Interval(ge=1, le=100_000)]),
+        default=1000,
+        help="nodes (default 1000)",
+    )
+    b.add_argument(
+        "--pods",
+        type=value(Annotated[int, Interval(ge=2, le=1_000_000)]),
+        default=10_000,
+        help="pods (default 10000)",
+    )
+    b.add_argument(
+        "--latency-pods",
+        type=value(Annotated[int, Interval(ge=1, le=1_000_000)]),
+        default=1000,
+        help="pods of the one-at-a-time phase (default 1000; fewer than --pods)",
+    )
+    b.add_argument(
+        "--rate",
+        type=value(Annotated[float, Interval(gt=0, le=100_000)]),
+        default=50.0,
+        help="pods per second in the one-at-a-time phase (default 50)",
+    )
+    b.add_argument("--policy", choices=POLICIES, default="fgd", help="placement policy (default fgd)")
     b.set_defaults(func=cmd_k8s_bench)

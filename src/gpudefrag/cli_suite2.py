@@ -13,8 +13,14 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Annotated, Any
 
+from annotated_types import Interval
+
+from gpudefrag.cli_args import LOAD, name_list, number_list
+from gpudefrag.cli_fgd import add_executor_options
 from gpudefrag.errors import ConfigError
+from gpudefrag.settings import value
 
 __all__ = ["add_suite2_command", "cmd_suite_2"]
 
@@ -27,16 +33,6 @@ def results_folder(suite: str, set_name: str) -> str:
 
 def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        values = [float(t) for t in _csv(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"need numbers: {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"need positive numbers: {text!r}")
-    return values
 
 
 def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
@@ -59,14 +55,9 @@ def cmd_suite_2(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.executor import RunExecutor
     from gpudefrag.experiments.report2 import write_report
     from gpudefrag.experiments.suite2 import run_suite
-    from gpudefrag.model.jobs import parse_constraint
 
     set_name, names = resolve_windows(args.windows)
     variants = tuple(args.variants or VARIANTS)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ConfigError(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
-    parse_constraint(args.constraint)
     cfg = Suite2Config(
         windows=names,
         set_name=set_name,
@@ -81,7 +72,7 @@ def cmd_suite_2(args: argparse.Namespace) -> int:
         runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
         where = executor.describe()
     wall = time.perf_counter() - started
-    folder = args.out / results_folder("2", set_name)
+    folder = args.out or Path("runs") / results_folder("2", set_name)
     paths = write_report(runs, cfg, wall, folder)
     note_executor(paths[0], where)
     print(paths[0].read_text())
@@ -98,7 +89,37 @@ def note_executor(report: Path, description: str) -> None:
         fh.write(text + f"\nExecutor: {description}.\n")
 
 
-def add_suite2_command(suites) -> None:
+def windows_arg(text: str) -> str:
+    """``--windows``: a window set's name or window names (checked now: a usage error lists the
+    known ones)."""
+    try:
+        resolve_windows(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def constraint_arg(text: str) -> str:
+    """``--constraint``: ``required:LEVEL``, ``preferred:LEVEL`` or ``none``."""
+    from gpudefrag.model.jobs import parse_constraint
+
+    try:
+        parse_constraint(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text.strip()
+
+
+def _variants2() -> tuple[str, ...]:
+    from gpudefrag.experiments.config2 import VARIANTS
+
+    return VARIANTS
+
+
+LEAF_NODES = value(Annotated[int, Interval(ge=1, le=100_000)])
+
+
+def add_suite2_command(suites: Any) -> None:
     """Register ``suite 2`` on the ``suite`` sub-parsers."""
     s2 = suites.add_parser(
         "2",
@@ -110,28 +131,33 @@ def add_suite2_command(suites) -> None:
     )
     s2.add_argument(
         "--windows",
+        type=windows_arg,
         default="tuning",
-        help="tuning (default), report or confirmation (both spent), confirmation-2, -3 or -4 "
-        "(never run by suite 2), or window names",
+        help="tuning (default), report, confirmation ... confirmation-4, or window names "
+        "(which sets are spent: docs/suite2-windows.md)",
     )
-    s2.add_argument("--loads", type=_floats, default=[1.0, 1.25, 1.5], help="loads (default 1.0,1.25,1.5)")
-    s2.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
+    s2.add_argument(
+        "--loads",
+        type=number_list(LOAD, "1.0,1.25"),
+        default=[1.0, 1.25, 1.5],
+        help="loads (default 1.0,1.25,1.5)",
+    )
+    s2.add_argument(
+        "--variants", type=name_list(_variants2, "variant"), default=None, help="variants (default: all)"
+    )
     s2.add_argument("--topology", choices=("superpod", "nvl72"), default="superpod")
-    s2.add_argument("--leaf-nodes", type=int, default=32, help="nodes per leaf group (superpod; default 32)")
+    s2.add_argument(
+        "--leaf-nodes", type=LEAF_NODES, default=32, help="nodes per leaf group (superpod; default 32)"
+    )
     s2.add_argument(
         "--constraint",
+        type=constraint_arg,
         default="preferred:leaf",
         help="multi-node gangs' topology constraint (default preferred:leaf)",
     )
-    where = s2.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
-    where.add_argument(
-        "--dask",
-        metavar="ADDRESS",
-        default=None,
-        help="run on the existing Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of "
-        "local processes; needs gpudefrag[dask], and the workers must see the data (GPUDEFRAG_MIRROR)",
+    add_executor_options(s2)
+    s2.add_argument(
+        "--out", type=Path, default=None, help="folder the report goes to (default runs/suite2-SET)"
     )
-    s2.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default ./runs)")
     s2.add_argument("--no-progress", action="store_true", help="no progress bar")
     s2.set_defaults(func=cmd_suite_2)

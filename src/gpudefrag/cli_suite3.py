@@ -11,21 +11,16 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Annotated, Any
 
-from gpudefrag.cli_suite2 import _csv, note_executor, resolve_windows, results_folder
-from gpudefrag.errors import ConfigError
+from annotated_types import Interval
+
+from gpudefrag.cli_args import name_list, seed_list
+from gpudefrag.cli_fgd import add_executor_options
+from gpudefrag.cli_suite2 import note_executor, resolve_windows, results_folder, windows_arg
+from gpudefrag.settings import Seconds, value
 
 __all__ = ["add_suite3_command", "cmd_suite_3"]
-
-
-def _seeds(text: str) -> list[int]:
-    try:
-        values = [int(t) for t in _csv(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"need integers: {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("need at least one seed")
-    return values
 
 
 def cmd_suite_3(args: argparse.Namespace) -> int:
@@ -38,11 +33,6 @@ def cmd_suite_3(args: argparse.Namespace) -> int:
 
     set_name, names = resolve_windows(args.windows)
     variants = tuple(args.variants or VARIANTS)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ConfigError(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
-    if args.stress <= 0:
-        raise ConfigError("--stress must be > 0")
     cfg = Suite3Config(windows=names, set_name=set_name, seeds=tuple(args.seeds), variants=variants)
     wait_s = cfg.checkpoint_wait_s if args.checkpoint_wait is None else args.checkpoint_wait
     cfg = replace(cfg, stress_scale=args.stress, checkpoint_wait_s=wait_s)
@@ -51,7 +41,7 @@ def cmd_suite_3(args: argparse.Namespace) -> int:
         runs = run_suite(cfg, progress=not args.no_progress, executor=executor)
         where = executor.describe()
     wall = time.perf_counter() - started
-    folder = args.out / results_folder("3", set_name)
+    folder = args.out or Path("runs") / results_folder("3", set_name)
     paths = write_report(runs, cfg, wall, folder)
     note_executor(paths[0], where)
     print(paths[0].read_text())
@@ -59,7 +49,7 @@ def cmd_suite_3(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
+def add_suite3_command(suites: Any) -> None:  # the argparse sub-parsers of ``suite``
     """Register ``suite 3`` on the ``suite`` sub-parsers."""
     s3 = suites.add_parser(
         "3",
@@ -71,26 +61,38 @@ def add_suite3_command(suites) -> None:  # the argparse sub-parsers of ``suite``
     )
     s3.add_argument(
         "--windows",
+        type=windows_arg,
         default="tuning",
-        help="tuning (default), report, confirmation, confirmation-2 or confirmation-3 (all spent), "
-        "confirmation-4 (never run), or window names",
+        help="tuning (default), report, confirmation ... confirmation-4, or window names "
+        "(which sets are spent: docs/suite3.md)",
     )
-    s3.add_argument("--seeds", type=_seeds, default=[1, 2], help="failure and class seeds (default 1,2)")
-    s3.add_argument("--variants", type=_csv, default=None, help="variants (default: all)")
+    s3.add_argument("--seeds", type=seed_list(), default=[1, 2], help="failure and class seeds (default 1,2)")
     s3.add_argument(
-        "--stress", type=float, default=10.0, help="failure-rate multiplier of the spare study (default 10)"
+        "--variants", type=name_list(_variants3, "variant"), default=None, help="variants (default: all)"
+    )
+    s3.add_argument(
+        "--stress",
+        type=value(Annotated[float, Interval(gt=0, le=1000)]),
+        default=10.0,
+        help="failure-rate multiplier of the spare study (default 10)",
     )
     s3.add_argument(
         "--checkpoint-wait",
-        type=float,
+        type=value(Seconds),
         default=None,
         metavar="SECONDS",
         help="how long a blocked research job may wait for its victims' checkpoints under ours "
         "(default 600; 0: never; below the 1,800 s checkpoint interval)",
     )
-    where = s3.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
-    where.add_argument("--dask", metavar="ADDRESS", default=None, help="run on an existing Dask scheduler")
-    s3.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default ./runs)")
+    add_executor_options(s3)
+    s3.add_argument(
+        "--out", type=Path, default=None, help="folder the report goes to (default runs/suite3-SET)"
+    )
     s3.add_argument("--no-progress", action="store_true", help="no progress bar")
     s3.set_defaults(func=cmd_suite_3)
+
+
+def _variants3() -> tuple[str, ...]:
+    from gpudefrag.experiments.config3 import VARIANTS
+
+    return VARIANTS

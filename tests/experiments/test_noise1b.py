@@ -109,7 +109,7 @@ def test_suite_1b_reports_the_noise_floor_when_asked_for_the_nudged_fgd(mirror, 
     argv = ["suite", "1b", "--seeds", "42,43", "--hours", "0.25", "--nodes", "8", "--loads", "6.0"]
     argv += ["--variants", "fgd,solver,fgd-nudged", "--no-sweep", "--jobs", "1", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
-    report = (tmp_path / "suite1b-other-seeds" / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
     assert "## Noise floor" in report
     (row,) = [line for line in report.splitlines() if line.startswith("| 6.0 |")]
     assert "not run" not in row  # both the solver's and the nudged FGD's columns are filled

@@ -7,6 +7,7 @@ import pytest
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.overrides import apply_overrides
 from gpudefrag.experiments.suite1b import Suite1bConfig, tasks
+from gpudefrag.settings import check
 from test_cli import _assert_one_line_error, _cli
 
 
@@ -89,21 +90,22 @@ def test_the_default_sweep_runs_both_defrag_variants_to_an_hour():
     [
         ({"sweep_variants": ("fgd",)}, "sweep_variants=('fgd',): fgd not among the defrag variants"),
         ({"sweep_variants": ("fgd+defrag", "nope")}, "nope not among the defrag variants"),
-        ({"sweep_restart_s": (60.0, -1.0)}, "sweep_restart_s="),
-        ({"sweep_restart_s": (float("inf"),)}, "must be a finite number >= 0"),
-        ({"sweep_restart_s": (float("nan"),)}, "sweep_restart_s=(nan,)"),
+        ({"sweep_restart_s": (60.0, -1.0)}, "sweep_restart_s.1=-1: must be a finite number >= 0"),
+        ({"sweep_restart_s": (float("inf"),)}, "sweep_restart_s.0=inf: must be a finite number >= 0"),
+        ({"sweep_restart_s": (float("nan"),)}, "sweep_restart_s.0=nan: must be a finite number >= 0"),
     ],
 )
 def test_sweep_settings_out_of_range_name_the_setting(fields, message):
+    """Ranges are checked where settings come in (:func:`gpudefrag.settings.check`)."""
     with pytest.raises(ConfigError) as err:
-        Suite1bConfig(**fields)
+        check(Suite1bConfig(**fields))
     assert message in str(err.value)
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--variants", "fgd,nope"], "unknown nope"),
+        (["--variants", "fgd,nope"], "argument --variants: unknown variant nope"),
         (["--set", "planner.harm=3"], "planner.harm_weight"),  # the list of known keys
         (["--set", "runtime_estimates=guess"], "expected one of oracle, history"),
     ],
@@ -118,7 +120,10 @@ def test_suite_1b_rejects_bad_options_in_one_line(args, message, tmp_path):
 def test_suite_1b_rejects_a_bad_load_list_with_usage(tmp_path):
     result = _cli("suite", "1b", "--seeds", "42", "--out", str(tmp_path), "--loads", "1.0,x")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "argument --loads: invalid list '1.0,x'" in result.stderr
+    assert (
+        "argument --loads: each item must be a finite number > 0 and <= 100 (e.g. 0.9,1.0), got 'x'"
+        in result.stderr
+    )
 
 
 def test_suite_1a_refuses_the_1b_options(tmp_path):
@@ -133,8 +138,8 @@ def test_suite_1a_refuses_the_1b_options(tmp_path):
 
 
 def test_a_negative_defrag_age_max_gpus_names_the_setting():
-    with pytest.raises(ConfigError, match=r"defrag_age_max_gpus=-1: must be >= 0 \(or none\)"):
-        Suite1bConfig(defrag_age_max_gpus=-1)
+    with pytest.raises(ConfigError, match=r"defrag_age_max_gpus=-1: must be an integer in 0..8 or none"):
+        check(Suite1bConfig(defrag_age_max_gpus=-1))
 
 
 @pytest.mark.parametrize(

@@ -33,5 +33,5 @@ def test_the_report_names_its_seed_set(mirror, capsys, tmp_path, seeds, folder, 
     argv = ["suite", "1b", "--seeds", seeds, "--hours", "0.25", "--nodes", "8", "--loads", "1.0"]
     argv += ["--variants", "fgd", "--no-sweep", "--jobs", "1", "--no-progress", "--out", str(tmp_path)]
     assert main(argv) == 0
-    report = (tmp_path / folder / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()  # --out is the folder written
     assert named in report.splitlines()[0]

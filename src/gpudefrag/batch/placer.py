@@ -39,63 +39,13 @@ from gpudefrag.batch.lifetime import NodeLifetimes
 from gpudefrag.batch.objective import Objective, PlanError, evaluate_plan, node_frag
 from gpudefrag.batch.patterns import Pattern, enumerate_patterns
 from gpudefrag.batch.protect import protected_nodes
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import node_view
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.fgd import FgdPolicy
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    """Knobs of the batch placer.
-
-    ``time_limit_s`` is the wall-clock budget per batch.  With ``deterministic`` set, the solver
-    runs with a fixed seed and worker count and stops on ``deterministic_time`` (CP-SAT's
-    machine-independent work units), so a rerun is bit for bit identical; the wall-clock budget
-    then only guards against a stuck solve (a batch cut by it is counted in ``wall_limited``).
-    """
-
-    time_limit_s: float = 0.5
-    deterministic_time: float = 0.01
-    candidates_per_pod: int = 8
-    max_pattern_size: int = 4
-    max_patterns_per_node: int = 48
-    prune_infeasible: bool = True
-    protect_blocked: int = 0
-    """Nodes to protect for blocked large pods (:mod:`gpudefrag.batch.protect`): FGD's plan keeps
-    every pod off them while it fits elsewhere, and the solver pays ``protect_penalty_milli`` per
-    protected node a plan uses."""
-    protect_min_gpus: int = 2
-    """Only blocked pods needing at least this many whole GPUs are protected."""
-    protect_penalty_milli: float = 16000.0
-    """Added to a plan's fragmentation for each protected node it uses (milli-GPU)."""
-    min_solver_batch: int = 1
-    """Batches with fewer pods take FGD's plan without a solve (FGD's truncated scores and
-    tie-break pack better than an exact single-pod optimum: suite 1a, ``solver-b1``)."""
-    age_weight_milli_per_s: float = 0.0
-    """Age bonus of a placed pod, in milli-GPU per second it has waited, added to its GPU milli
-    in the objective's first term (0: GPU milli only)."""
-    age_max_gpus: int = 0
-    """Only pods asking at most this many GPUs earn an age bonus (0: every pod).  A multi-GPU
-    pod that has waited an hour outweighs any number of small pods for the same whole GPUs;
-    with 1, a drained node goes to the small pods behind it, and the multi-GPU pod keeps its
-    queue place in FGD's plan and its defragmentation plans (docs/tuning-suite1b.md, tenth
-    part)."""
-    whole_gpu_above_milli: int = 0
-    """A sharing pod asking more than this many milli-GPU counts as a whole GPU (1,000 milli) in
-    the objective's first term (0: every pod counts its own milli).  Few pods can share the rest
-    of its GPU, so placing it takes the GPU much as a whole-GPU pod does; counted at its own
-    milli, it loses every whole GPU to a whole-GPU pod that arrived after it (age bonuses aside)
-    when whole GPUs are scarce (docs/tuning-suite1b.md, ninth part)."""
-    lifetime_ties: bool = False
-    """FGD's plan breaks score ties by the nodes' expected busy times when the scheduler gives
-    node lifetimes (:mod:`gpudefrag.batch.lifetime`)."""
-    deterministic: bool = True
-    seed: int = 0
-    workers: int = 1
-
 
 MAX_AGE_BONUS_MILLI = 100_000
 """Cap of one pod's age bonus (100 GPUs' worth): keeps the CP-SAT objective far inside the

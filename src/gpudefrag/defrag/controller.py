@@ -25,6 +25,8 @@ The planner is also told how many pending pods compete for the room it would fre
 whose request fits inside the blocked pod's: CPU, memory, GPU count and GPU milli each no
 larger; GPU pods only for a GPU pod; GPU models not compared) and the blocked pod's run time
 (for the queue harm).  Pods marked do-not-disrupt and pods already migrating are never moved.
+A pending pod's ``excluded_nodes`` (nodes it may not use) are neither freed for it nor counted
+in whether it is blocked; a running pod's ``excluded_nodes`` are never its destination.
 
 The controller reads the cluster only through :class:`gpudefrag.model.port.ClusterPort` and
 returns actions: per plan, a :class:`~gpudefrag.model.port.Reserve` of the freed node for its
@@ -111,6 +113,7 @@ class DefragController:
                 lost_work_s=r.work_since_checkpoint_s + grace_s,
                 remaining_s=rem_s,
                 movable=not (r.do_not_disrupt or r.migrating),
+                excluded_nodes=r.excluded_nodes,
             )
             for r, rem_s in zip(pods, remaining_s)
         ]
@@ -195,7 +198,8 @@ class DefragController:
             if state is None:
                 state = cluster.snapshot()
             if not (
-                blocked_by_fragmentation(state, pending.spec) and self.leaves_headroom(state, pending.spec)
+                blocked_by_fragmentation(state, pending.spec, pending.excluded_nodes)
+                and self.leaves_headroom(state, pending.spec)
             ):
                 continue
             if requests is None:
@@ -213,6 +217,7 @@ class DefragController:
                 self.runtimes.expected_s(pending),
                 draws,
                 self.small_margin if cls == "small" else None,  # one planner: one memo for both
+                pending.excluded_nodes,
             )
             self._last_try[pending.pod_id] = now_s
             tried[cls] += 1

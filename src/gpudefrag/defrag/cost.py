@@ -28,6 +28,8 @@ class MovablePod:
     lost_work_s: float
     remaining_s: float
     movable: bool = True
+    excluded_nodes: frozenset[int] = frozenset()
+    """Nodes this pod may not be moved to (its selectors, affinity, taints)."""
 
     @property
     def gpu_weight(self) -> float:

@@ -36,8 +36,10 @@ instead (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`).  X is chosen by the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import numpy as np
+from annotated_types import Interval
 
 from gpudefrag.defrag.benefit import occupy, plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
@@ -61,16 +63,16 @@ Destinations = list[tuple[int, tuple[int, ...]]]
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    max_moves: int = 4
+    max_moves: Annotated[int, Interval(ge=1, le=64)] = 4
     migration: MigrationModel = field(default_factory=MigrationModel)
     """Grace and restart times: a move costs ``restart_s``; the room is ready after the grace."""
-    margin: float = 0.5
-    destination_search_limit: int = 2_000
+    margin: Annotated[float, Interval(gt=-1, le=1000)] = 0.5
+    destination_search_limit: Annotated[int, Interval(ge=1, le=10_000_000)] = 2_000
     """Nodes visited by one destination search before it gives up (counts as "no destination")."""
-    harm_weight: float = 0.0
+    harm_weight: Annotated[float, Interval(ge=0, le=1000)] = 0.0
     """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
     plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
-    wait_draws: int = 0
+    wait_draws: Annotated[int, Interval(ge=0, le=4096)] = 0
     """Joint draws of the running pods' remaining run times over which the natural wait is
     averaged (:mod:`gpudefrag.defrag.natural_wait`); 0 uses each pod's expected remaining run
     time instead (:func:`gpudefrag.defrag.benefit.plan_benefit_gpu_s`)."""
@@ -110,15 +112,32 @@ class DefragPlan:
     harm_gpu_s: float = 0.0
 
 
-def blocked_by_fragmentation(state: ClusterState, pod: PodSpec) -> bool:
-    """No node can host ``pod`` although the cluster's free resources cover it in total."""
-    if fits_now_mask(state, pod).any():
+def blocked_by_fragmentation(
+    state: ClusterState, pod: PodSpec, excluded: frozenset[int] = frozenset()
+) -> bool:
+    """No node can host ``pod`` although the free resources of the nodes it may use (all but
+    ``excluded``) cover it in total."""
+    if not excluded:
+        if fits_now_mask(state, pod).any():
+            return False
+        if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
+            return False
+        if pod.gpu_milli <= 0:
+            return True
+        accepted = (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
+        return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
+    allowed = np.ones(state.num_nodes, dtype=bool)
+    allowed[np.fromiter(excluded, dtype=np.int64, count=len(excluded))] = False
+    if (fits_now_mask(state, pod) & allowed).any():
         return False
-    if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
+    if (
+        state.cpu_milli_left[allowed].sum() < pod.cpu_milli
+        or state.memory_mib_left[allowed].sum() < pod.memory_mib
+    ):
         return False
     if pod.gpu_milli <= 0:
         return True
-    accepted = (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
+    accepted = allowed & (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
     return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
 
 
@@ -157,6 +176,9 @@ class DefragPlanner:
 
         specs = [p.spec for p in moved]
         fits_alone = [self._fits_alone(state, p.spec) for p in moved]
+        for i, p in enumerate(moved):
+            if p.excluded_nodes:  # the pod may not go there (its selectors, taints)
+                fits_alone[i] = fits_alone[i] - p.excluded_nodes
 
         def assign(k: int) -> bool:
             if k == len(order):
@@ -210,16 +232,18 @@ class DefragPlanner:
             return groups
         on_node: dict[int, list[MovablePod]] = {}
         by_node: dict[int, list[MovablePod]] = {}
-        # fit key -> nodes, not excluded, where a pod of that request fits now
-        homes: dict[tuple[int, ...], set[int]] = {}
+        # (fit key, the pod's own excluded nodes) -> nodes, not excluded, where it fits now
+        homes: dict[tuple[tuple[int, ...], frozenset[int]], set[int]] = {}
         for p in running:
             on_node.setdefault(p.node, []).append(p)
             if not p.movable:
                 continue
-            fit_key = p.spec.fit_key
-            home = homes.get(fit_key)
+            home_key = (p.spec.fit_key, p.excluded_nodes)
+            home = homes.get(home_key)
             if home is None:
-                home = homes[fit_key] = self._fits_alone(state, p.spec) - excluded
+                home = homes[home_key] = self._fits_alone(state, p.spec) - excluded
+                if p.excluded_nodes:
+                    home -= p.excluded_nodes
             if len(home) > 1 or (len(home) == 1 and p.node not in home):  # it has another home
                 by_node.setdefault(p.node, []).append(p)
         restart_s = self.config.migration.restart_s
@@ -249,10 +273,15 @@ class DefragPlanner:
         duration_s: float | None = None,
         draws: RunningDraws | None = None,
         margin: float | None = None,
+        pod_excluded: frozenset[int] = frozenset(),
     ) -> DefragPlan | None:
         """The cheapest plan that lets ``pod`` start, if it passes hysteresis; else ``None``.
 
         ``excluded`` nodes (e.g. reserved for other pods) are neither freed nor used as targets.
+        ``pod_excluded`` nodes are the ones ``pod`` may not use (selectors, taints): they are
+        not freed for it and their room does not count in its natural wait, but moved pods may
+        go there (a moved pod's own :attr:`~gpudefrag.defrag.cost.MovablePod.excluded_nodes`
+        are never its destination).
         ``competing`` is the number of pending pods (``pod`` included) that could use the room
         freed for ``pod`` (see :mod:`gpudefrag.defrag.benefit`).  ``duration_s`` is ``pod``'s
         run time, for the queue harm (with ``harm_weight`` > 0; ``None``: no harm counted).
@@ -269,7 +298,9 @@ class DefragPlanner:
         elif not margin > -1.0:
             raise ValueError(f"margin must be above -1, got {margin}")
         self._start_call(state, running)
-        candidates = [x for x in self.candidate_nodes(state, pod) if x not in excluded]
+        candidates = [
+            x for x in self.candidate_nodes(state, pod) if x not in excluded and x not in pod_excluded
+        ]
         delay_s = cfg.migration.eviction_grace_s
         gpus = pod.num_gpu * max(pod.gpu_milli, 0) / GPU_MILLI_PER_GPU
         # only a plan costing less than (benefit bound) / (1 + margin) can pass hysteresis

@@ -182,9 +182,16 @@ def summarise(checks: list[RunCheck]) -> list[PolicySummary]:
 def format_table(summaries: list[PolicySummary]) -> str:
     """A Markdown table: ours vs published seed-mean at the checkpoints, max |Δ|, exact k/n, gate."""
     head = (
-        ["workload", "policy"] + [f"{x}%" for x in CHECKPOINTS] + ["max |Δ|", "exact", "frag exact", "gate"]
+        ["workload", "policy"]
+        + [f"{x}% ours / published" for x in CHECKPOINTS]
+        + ["max |Δ|", "exact", "frag exact", "gate"]
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        "GPU allocation (%) at each share of the arrived load: our seed mean / the published one.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for s in summaries:
         cells = [s.workload.removeprefix("openb_pod_list_"), s.policy]
         cells += [f"{s.ours_mean[x]:.2f} / {s.published_mean[x]:.2f}" for x in CHECKPOINTS]

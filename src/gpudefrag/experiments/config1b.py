@@ -6,14 +6,17 @@ How each setting was chosen, and the figures behind the choice: ``docs/tuning-su
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from gpudefrag.batch.placer import SolverConfig
+from annotated_types import Interval
+
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.planner import PlannerConfig
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel
+from gpudefrag.settings import Fraction, Seconds
 
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
 DEFRAG_VARIANTS = tuple(v for v in VARIANTS if v.endswith("+defrag"))
@@ -79,19 +82,26 @@ def seed_set_name(seeds: tuple[int, ...] | list[int]) -> str | None:
     return next((name for name, members in SEED_SETS.items() if sorted(members) == wanted), None)
 
 
+PercentPoints = Annotated[float, Interval(ge=-100, le=100)]
+"""A threshold on a difference of percentages."""
+
+
 @dataclass(frozen=True)
 class Acceptance1b:
     """The thresholds suite 1b's runs are checked against (pp: percentage points of GPU
     allocation; differences are paired to FGD and averaged over the seeds)."""
 
-    defrag_load: float = 1.0  # the offered load the defragmentation check looks at
-    defrag_min_gain_pp: float = 1.0  # least mean allocation gain of a defrag variant over FGD
-    defrag_max_p95_wait_added_s: float = 60.0  # most mean p95 wait it may add over FGD
-    defrag_min_net_gain_pp: float = 0.8  # least mean gain net of migration waste (gpu_useful_pct)
-    min_fulfilled_plan_share: float = 0.70  # least share of its executed plans that were fulfilled
-    sweep_min_net_gain_pp: float = 0.0  # least mean net gain of each sweep variant at each restart
-    solver_min_mean_gain_pp: float = 0.0  # least mean allocation gain of the solver at every load
-    solver_min_ci_low_pp: float = -0.1  # least lower end of the solver's paired 95 % CI at every load
+    # the offered load the defragmentation check looks at
+    defrag_load: Annotated[float, Interval(gt=0, le=MAX_LOAD)] = 1.0
+    defrag_min_gain_pp: PercentPoints = 1.0  # least mean allocation gain of a defrag variant over FGD
+    # most mean p95 wait it may add over FGD
+    defrag_max_p95_wait_added_s: Annotated[float, Interval(ge=-86_400, le=86_400)] = 60.0
+    defrag_min_net_gain_pp: PercentPoints = 0.8  # least mean gain net of migration waste (gpu_useful_pct)
+    # least share of its executed plans that were fulfilled
+    min_fulfilled_plan_share: Annotated[float, Interval(ge=0, le=1)] = 0.70
+    sweep_min_net_gain_pp: PercentPoints = 0.0  # least mean net gain of each sweep variant at each restart
+    solver_min_mean_gain_pp: PercentPoints = 0.0  # least mean allocation gain of the solver at every load
+    solver_min_ci_low_pp: PercentPoints = -0.1  # least lower end of the solver's paired 95 % CI at every load
 
 
 @dataclass(frozen=True)
@@ -103,36 +113,47 @@ class Suite1bConfig:
     """
 
     workload: str = DEFAULT_WORKLOAD  # openb pod list the pods are resampled from
-    seeds: tuple[int, ...] = tuple(range(47, 57))  # the old report set (SEED_SETS names them all)
-    loads: tuple[float, ...] = (0.9, 1.0, 1.1)  # offered GPU loads
+    seeds: tuple[Annotated[int, Interval(ge=0, le=2**32 - 1)], ...] = tuple(
+        range(47, 57)
+    )  # the old report set (SEED_SETS names them all)
+    loads: tuple[Annotated[float, Interval(gt=0, le=MAX_LOAD)], ...] = (
+        0.9,
+        1.0,
+        1.1,
+    )  # offered GPU loads
     variants: tuple[str, ...] = VARIANTS  # see VARIANTS above
-    n_nodes: int = 150  # openb GPU nodes sampled per seed
-    horizon_h: float = 8.0  # simulated hours per run, the first quarter warm-up
-    restart_s: float = 60.0  # a moved pod's restart time in the main runs
-    eviction_grace_s: float = 30.0  # a moved pod keeps running on its source this long
+    n_nodes: Annotated[int, Interval(ge=1, le=100_000)] = 150  # openb GPU nodes sampled per seed
+    # simulated hours per run, the first quarter warm-up
+    horizon_h: Annotated[float, Interval(gt=0, le=MAX_HORIZON_H)] = 8.0
+    restart_s: Seconds = 60.0  # a moved pod's restart time in the main runs
+    eviction_grace_s: Seconds = 30.0  # a moved pod keeps running on its source this long
     # a pod whose room is being freed waits for it; doc: "Where executed plans end"
     hold_reserved_pods: bool = True
-    min_wait_before_plan_s: float = (
-        0.0  # plans only for pods that waited this long; doc: "Where executed plans end"
-    )
-    sweep_restart_s: tuple[float, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0)  # restart times of the sweep
-    sweep_load: float = 1.0  # offered load of the restart-time sweep
+    # plans only for pods that waited this long; doc: "Where executed plans end"
+    min_wait_before_plan_s: Seconds = 0.0
+    sweep_restart_s: tuple[Seconds, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0)  # restart times of the sweep
+    # offered load of the restart-time sweep
+    sweep_load: Annotated[float, Interval(gt=0, le=MAX_LOAD)] = 1.0
     sweep_variants: tuple[str, ...] = ("fgd+defrag", "solver+defrag")  # variants of the restart-time sweep
     # defrag plan search; doc: "Defragmenter budget", "Where executed plans end" and, for
     # max_moves=12, the eleventh part of "Small-pod margin"
     planner: PlannerConfig = field(
         default_factory=lambda: PlannerConfig(max_moves=12, margin=0.2, harm_weight=1.0, wait_draws=32)
     )
-    tick_interval_s: float = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
-    replan_after_s: float = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
-    plans_per_tick: int = 2  # plans executed per tick; doc: "Defragmenter budget"
-    blocked_pods_per_tick: int = 4  # blocked pods tried per tick; doc: "Defragmenter budget"
-    small_pods_per_tick: int = 12  # pods of <= 1 GPU tried per tick; doc: "Small-pod margin"
-    small_plans_per_tick: int = 4  # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
+    tick_interval_s: Seconds = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
+    replan_after_s: Seconds = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
+    # plans executed per tick; doc: "Defragmenter budget"
+    plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 2
+    # blocked pods tried per tick; doc: "Defragmenter budget"
+    blocked_pods_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 4
+    # pods of <= 1 GPU tried per tick; doc: "Small-pod margin"
+    small_pods_per_tick: Annotated[int, Interval(ge=0, le=10_000)] = 12
+    # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
+    small_plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 4
     # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
-    small_margin: float | None = -0.5
+    small_margin: Annotated[float, Interval(gt=-1, le=1000)] | None = -0.5
     # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate", "Solver: whole-GPU sharing pods"
-    headroom_fraction: float = 0.035
+    headroom_fraction: Fraction = 0.035
     solver: SolverConfig = field(  # batch placer; doc: the "Solver: ..." sections
         default_factory=lambda: SolverConfig(
             min_solver_batch=2,
@@ -148,10 +169,11 @@ class Suite1bConfig:
     )
     # the solver's age_max_gpus next to the defragmenter (None: solver.age_max_gpus, every pod
     # ages; 1 was the default from 4ea030b to the eleventh part); doc: "Solver: aging"
-    defrag_age_max_gpus: int | None = None
-    decision_latency_s: float = 0.05  # simulated seconds per scheduling decision
+    defrag_age_max_gpus: Annotated[int, Interval(ge=0, le=8)] | None = None
+    # simulated seconds per scheduling decision
+    decision_latency_s: Annotated[float, Interval(ge=0, le=3600)] = 0.05
     # what the defragmenter and the solver know of run times; doc: "Run-time estimates"
-    runtime_estimates: str = "history"
+    runtime_estimates: Literal["oracle", "history"] = "history"
     acceptance: Acceptance1b = field(default_factory=Acceptance1b)  # thresholds; doc: "Acceptance checks"
 
     def __post_init__(self) -> None:
@@ -167,30 +189,9 @@ class Suite1bConfig:
         self._check_ranges()
 
     def _check_ranges(self) -> None:
-        """Settings out of range are a :class:`ConfigError` naming the setting (never a failure
-        in the middle of a run)."""
-        times = {"restart_s": self.restart_s, "eviction_grace_s": self.eviction_grace_s,
-                 "decision_latency_s": self.decision_latency_s, "tick_interval_s": self.tick_interval_s,
-                 "replan_after_s": self.replan_after_s, "min_wait_before_plan_s": self.min_wait_before_plan_s}  # fmt: skip
-        for name, value in times.items():
-            if not (math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name}={value}: must be a finite number >= 0")
-        if not 0.0 <= self.headroom_fraction < 1.0:
-            raise ConfigError(f"headroom_fraction={self.headroom_fraction}: must be in [0, 1)")
-        if self.small_margin is not None and not (
-            math.isfinite(self.small_margin) and self.small_margin > -1.0
-        ):
-            raise ConfigError(f"small_margin={self.small_margin}: must be a finite number above -1 (or none)")
-        if self.defrag_age_max_gpus is not None and self.defrag_age_max_gpus < 0:
-            raise ConfigError(f"defrag_age_max_gpus={self.defrag_age_max_gpus}: must be >= 0 (or none)")
-        if not (math.isfinite(self.horizon_h) and 0 < self.horizon_h <= MAX_HORIZON_H):
-            raise ConfigError(f"horizon_h={self.horizon_h}: must be > 0 and at most {MAX_HORIZON_H:g}")
-        if not all(math.isfinite(x) and 0 < x <= MAX_LOAD for x in self.loads):
-            raise ConfigError(f"loads={self.loads}: each must be > 0 and at most {MAX_LOAD:g}")
-        if any(s < 0 for s in self.seeds):
-            raise ConfigError(f"seeds: must be >= 0, got {min(self.seeds)}")
-        if not all(math.isfinite(x) and x >= 0 for x in self.sweep_restart_s):
-            raise ConfigError(f"sweep_restart_s={self.sweep_restart_s}: each must be a finite number >= 0")
+        """What one field's range cannot say (each range is declared on its field and checked
+        at the edges, :mod:`gpudefrag.settings`): the variants exist, the sweep's are defrag
+        variants."""
         check_variants(self.variants, "variants")
         unknown = [v for v in self.sweep_variants if v not in DEFRAG_VARIANTS]
         if unknown:

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from gpudefrag.batch.placer import BatchPlacer, BatchStats, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer, BatchStats
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.experiments.discretize import discretize
 from gpudefrag.experiments.environment import record_executor
 from gpudefrag.experiments.executor import RunExecutor

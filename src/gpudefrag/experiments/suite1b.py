@@ -11,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 from tqdm import tqdm
 
+from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.config1b import SOLVER_BATCH_PODS, VARIANTS, Suite1bConfig
 from gpudefrag.experiments.environment import record_executor
 from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.overrides import apply_overrides
 from gpudefrag.experiments.runs1b import Run1b, select_runs
 from gpudefrag.experiments.scenario1b import run_scenario, trace_durations_s
+from gpudefrag.workloads.openb import load_node_list
 
 __all__ = [
     "METRICS",
@@ -63,9 +65,15 @@ def build_config(
 ) -> Suite1bConfig:
     """The configuration ``gpudefrag suite 1b`` and ``gpudefrag sim`` run: the defaults with
     ``workload``, ``horizon_h``, ``n_nodes`` and ``fields`` set, then the ``KEY=VALUE``
-    ``settings`` applied (they win over ``fields``)."""
-    config = Suite1bConfig(workload=workload, horizon_h=horizon_h, n_nodes=n_nodes, **fields)
-    return apply_overrides(config, list(settings))
+    ``settings`` applied (they win over ``fields``), every setting in its range, and no more
+    nodes than the GPU-node list holds."""
+    config = apply_overrides(
+        Suite1bConfig(workload=workload, horizon_h=horizon_h, n_nodes=n_nodes, **fields), list(settings)
+    )
+    available = len(load_node_list())
+    if config.n_nodes > available:
+        raise ConfigError(f"--nodes {config.n_nodes}: the GPU-node list has {available} nodes to sample from")
+    return config
 
 
 def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart_s: float) -> Run1b:

@@ -111,6 +111,7 @@ class ClusterCache:
         self.node_version = 0
         """Bumped on every node event (taints, labels, readiness may have changed)."""
         self._taint_cache: dict[str, tuple[int, np.ndarray]] = {}
+        self._off_limits_cache: dict[str, tuple[int, frozenset[int]]] = {}
 
     # ------------------------------------------------------------------ nodes
     def apply_node(self, event: str, obj: dict) -> None:
@@ -359,18 +360,24 @@ class ClusterCache:
         """Active reservations (node annotations written by the defragmentation controller)."""
         return [r for r in self.all_reservations() if r.until_s > now_s]
 
+    @staticmethod
+    def _terms_key(rec: PodRecord) -> str:
+        """The pod's node-selection terms (tolerations, node selector, node affinity) as a key."""
+        spec = rec.obj.get("spec") or {}
+        terms = {
+            "t": spec.get("tolerations") or [],
+            "s": spec.get("nodeSelector"),
+            "a": (spec.get("affinity") or {}).get("nodeAffinity"),
+        }
+        return json.dumps(terms, sort_keys=True)
+
     def excluded_for(self, rec: PodRecord) -> np.ndarray:
         """Indices of the nodes ``rec`` may not use: taints it does not tolerate
         (:mod:`gpudefrag.k8s.taints`), labels its node selector or required node affinity rejects
         (:mod:`gpudefrag.k8s.affinity`); cached per distinct pod terms until a node changes."""
         spec = rec.obj.get("spec") or {}
         tolerations = spec.get("tolerations") or []
-        terms = {
-            "t": tolerations,
-            "s": spec.get("nodeSelector"),
-            "a": (spec.get("affinity") or {}).get("nodeAffinity"),
-        }
-        key = json.dumps(terms, sort_keys=True)
+        key = self._terms_key(rec)
         hit = self._taint_cache.get(key)
         if hit is not None and hit[0] == self.node_version:
             return hit[1]
@@ -382,6 +389,17 @@ class ClusterCache:
         ]
         out = np.array(bad, dtype=np.int64)
         self._taint_cache[key] = (self.node_version, out)
+        return out
+
+    def off_limits(self, rec: PodRecord) -> frozenset[int]:
+        """:meth:`excluded_for` and :meth:`unusable_nodes` together: every node ``rec`` may not be
+        placed on (or moved to) now; cached like :meth:`excluded_for`."""
+        key = self._terms_key(rec)
+        hit = self._off_limits_cache.get(key)
+        if hit is not None and hit[0] == self.node_version:
+            return hit[1]
+        out = frozenset(self.excluded_for(rec).tolist()) | frozenset(self.unusable_nodes())
+        self._off_limits_cache[key] = (self.node_version, out)
         return out
 
     def unusable_nodes(self) -> list[int]:

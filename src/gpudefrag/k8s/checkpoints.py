@@ -6,8 +6,9 @@ for the controller (:mod:`gpudefrag.k8s.port`) and the what-if planner (:mod:`gp
   time, counted from the start, at most the run time); without it, for a pod that declares
   ``gpudefrag.io/checkpoint-interval-s`` = c > 0, the last whole interval ``floor(run / c) * c``;
   else 0 (a stop loses everything it ran).
-* Never moved: annotated ``gpudefrag.io/do-not-disrupt: "true"``, a gang member, without a
-  controller ``ownerReference`` (it would not come back), or being deleted.
+* Never moved: annotated ``gpudefrag.io/do-not-disrupt: "true"``, a gang member, a DaemonSet
+  or static pod (it comes back on the same node), without a controller ``ownerReference`` (it
+  would not come back), or being deleted.
 
 Malformed annotations raise :class:`~gpudefrag.k8s.requests.ObjectError` naming the field.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudefrag.k8s import names
+from gpudefrag.k8s.gpu_workload import system_pod_reason
 from gpudefrag.k8s.requests import ObjectError, PodRequest, parse_time_s, pod_ref
 
 
@@ -90,6 +92,9 @@ def never_moved_reason(obj: Mapping[str, Any], req: PodRequest) -> str | None:
         return "do-not-disrupt"
     if req.pod_group:
         return "gang member"
+    system = system_pod_reason(obj)
+    if system is not None:
+        return system
     if not has_controller_owner(obj):
         return "no controller"
     if meta.get("deletionTimestamp"):

@@ -35,18 +35,21 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Node, Pod
 
 from gpudefrag.defrag.controller import DefragController
+from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache, Reservation
 from gpudefrag.k8s.client import evict_pod
-from gpudefrag.k8s.port import CachePort, may_disrupt
+from gpudefrag.k8s.defrag_config import DefragConfig
+from gpudefrag.k8s.port import CachePort, may_disrupt, running_pod
 from gpudefrag.k8s.timefmt import from_rfc3339, to_rfc3339
 from gpudefrag.k8s.transport import CALL_ERRORS
 from gpudefrag.model.migration import MigrationModel
@@ -57,27 +60,8 @@ log = logging.getLogger("gpudefrag.k8s")
 
 MAX_HISTORY = 10_000
 """Finished pods' run times kept for the run-time estimate."""
-
-
-@dataclass
-class DefragConfig:
-    interval_s: float = 10.0
-    reservation_s: float = 600.0
-    """How long a freed node stays reserved for its pod."""
-    restart_s: float = 60.0
-    grace_s: float = 30.0
-    max_moves: int = 8
-    headroom_fraction: float = 0.05
-    """A pod of 2+ GPUs gets a plan only while this share of the GPUs would stay free with it placed
-    (suite 1b's headroom gate)."""
-    backoff_s: float = 5.0
-    default_runtime_s: float = 3600.0
-    """Run-time prior until pods have been seen to finish."""
-    dry_run: bool = False
-    identity: str = "gpudefrag-defrag"
-    lease_name: str = "gpudefrag-defrag"
-    lease_namespace: str = "kube-system"
-    lease_duration_s: int = 15
+RUNTIME_HISTORY_MIN = 20
+"""Finished pods seen before run times are learned from them (until then: the prior)."""
 
 
 @dataclass
@@ -94,7 +78,7 @@ class DefragReconciler:
 
     def __init__(
         self,
-        client: Client,
+        client: Client | None,
         config: DefragConfig,
         clock: Callable[[], float] = time.time,
         runtimes: RuntimeEstimator | None = None,
@@ -130,11 +114,22 @@ class DefragReconciler:
 
     # ------------------------------------------------------------------ world
     def read(self) -> ClusterCache:
-        """The cluster now, with each pod's id the same as in the earlier reads (the planner's
-        memory of whom it tried when is keyed by it)."""
+        """The cluster now (listed from the API server), as :meth:`load` builds it."""
+        nodes = [n.to_dict() for n in self.api.list(Node)]
+        return self.load(nodes, [p.to_dict() for p in self.api.list(Pod, namespace="*")])
+
+    @property
+    def api(self) -> Client:
+        """The API client (a dry run over given objects has none and never calls it)."""
+        assert self.client is not None, "a reconciler without a client plans on given objects only"
+        return self.client
+
+    def load(self, nodes: Iterable[dict], pods: list[dict]) -> ClusterCache:
+        """A cache of these Node and Pod objects, with each pod's id the same as in the earlier
+        reads (the planner's memory of whom it tried when is keyed by it); finished pods feed
+        the run-time estimate."""
         cache = ClusterCache(pod_ids=self._pod_ids, id_counter=self._id_counter)
-        cache.replace_nodes(n.to_dict() for n in self.client.list(Node))
-        pods = [p.to_dict() for p in self.client.list(Pod, namespace="*")]
+        cache.replace_nodes(nodes)
         cache.replace_pods(pods)
         present = {(o.get("metadata") or {}).get("uid") for o in pods}
         for uid in [u for u in self._pod_ids if u not in present]:
@@ -171,25 +166,29 @@ class DefragReconciler:
             for uid in list(self.durations_s)[: n - MAX_HISTORY]:
                 del self.durations_s[uid]
             n = MAX_HISTORY
-        if self.learn_runtimes and n >= 20 and n >= 1.25 * self._sampled:
+        if self.learn_runtimes and n >= RUNTIME_HISTORY_MIN and n >= 1.25 * self._sampled:
             self._sampled = n
             self.controller.runtimes = ResidualLife(list(self.durations_s.values()))
 
     # -------------------------------------------------------------- reconcile
-    def reconcile(self) -> list[dict]:
-        """One pass; returns the plans made (as printed by ``--dry-run``)."""
+    def reconcile(self, cache: ClusterCache | None = None) -> list[dict]:
+        """One pass over ``cache`` (default: the cluster read now); returns the plans made (as
+        printed by ``--dry-run``), each checked: the freed node is one its pod may use."""
         now = self.clock()
-        cache = self.read()
+        if cache is None:
+            cache = self.read()
         active = self._end_reservations(cache, now)
         for r in active:
             self._continue(cache, r, now)
         self._refresh_runtimes()
         actions = self.controller.plan(CachePort(cache, now))
-        plans = self._group(cache, actions)
-        for plan in plans:
+        plans = []
+        for plan in self._group(cache, actions, now):
             owner = cache.pods[cache.by_key[plan["pod"]]]
-            if cache.index[plan["node"]] in cache.excluded_for(owner):  # it could not use the room
+            if cache.index[plan["node"]] in cache.off_limits(owner):  # never planned so: checked all the same
+                log.warning("plan for %s frees %s, which it may not use; dropped", plan["pod"], plan["node"])
                 continue
+            plans.append(plan)
             self.counters.plans += 1
             if self.config.dry_run:
                 self.counters.printed.append(plan)
@@ -202,14 +201,33 @@ class DefragReconciler:
                 )
         return plans
 
-    def _group(self, cache: ClusterCache, actions: list) -> list[dict]:
+    def _group(self, cache: ClusterCache, actions: list, now_s: float) -> list[dict]:
+        """The actions as plans: the pod, the node freed for it, the victims' UIDs and per move
+        the pod, its source, its destination and GPUs, and what it costs
+        (:func:`~gpudefrag.defrag.cost.move_cost_gpu_s`: the work lost since its last checkpoint
+        plus the grace period, then the restart, per GPU held)."""
         plans: list[dict] = []
+        grace_s, restart_s = self.config.grace_s, self.config.restart_s
         for a in actions:
             if isinstance(a, Reserve):
                 pod = cache.pods[cache.by_id[a.pod_id]]
-                plans.append({"pod": pod.key, "node": cache.order[a.node], "victims": [], "moves": []})
+                plans.append(
+                    {
+                        "pod": pod.key,
+                        "node": cache.order[a.node],
+                        "victims": [],
+                        "moves": [],
+                        "cost_gpu_s": 0.0,
+                    }
+                )
             elif isinstance(a, Move) and plans:
                 rec = cache.pods[cache.by_id[a.pod_id]]
+                assert rec.counted_on is not None
+                run = running_pod(rec, cache.index[rec.counted_on], now_s)
+                lost_s = run.work_since_checkpoint_s + grace_s
+                cost = move_cost_gpu_s(
+                    MovablePod(run.pod_id, run.node, run.gpus, run.spec, lost_s, 0.0), restart_s
+                )
                 plans[-1]["victims"].append(rec.uid)
                 plans[-1]["moves"].append(
                     {
@@ -217,8 +235,11 @@ class DefragReconciler:
                         "from": rec.counted_on,
                         "to": cache.order[a.to_node],
                         "gpus": list(a.to_gpus),
+                        "lost_work_s": round(lost_s, 3),
+                        "cost_gpu_s": round(cost, 3),
                     }
                 )
+                plans[-1]["cost_gpu_s"] = round(plans[-1]["cost_gpu_s"] + cost, 3)
         return plans
 
     def _end_reservations(self, cache: ClusterCache, now: float) -> list[Reservation]:
@@ -241,7 +262,7 @@ class DefragReconciler:
             }
         }
         try:
-            self.client.patch(Node, node, patch)
+            self.api.patch(Node, node, patch)
             self.counters.released += 1
         except CALL_ERRORS as e:
             log.warning("release of %s failed: %s", node, e)
@@ -256,7 +277,7 @@ class DefragReconciler:
         }
         patch = {"metadata": {"annotations": annotations}}
         try:
-            self.client.patch(Node, plan["node"], patch)
+            self.api.patch(Node, plan["node"], patch)
         except CALL_ERRORS as e:
             log.warning("plan for %s not written on %s: %s", plan["pod"], plan["node"], e)
             return False
@@ -284,10 +305,10 @@ class DefragReconciler:
 
     def _evict(self, key: str, uid: str, now: float) -> None:
         ns, _, name = key.partition("/")
-        if not self.leading():
+        if self.config.dry_run or not self.leading():
             return
         try:
-            evict_pod(self.client, ns, name, uid)
+            evict_pod(self.api, ns, name, uid)
             self.counters.evictions += 1
             self._backoff.pop(uid, None)
         except ApiError as e:
@@ -299,6 +320,25 @@ class DefragReconciler:
                 log.warning("eviction of %s failed: %s", key, e.status.message)
             delay = min(300.0, 2 * self._backoff.get(uid, (0.0, self.config.backoff_s / 2))[1])
             self._backoff[uid] = (now + delay, delay)
+
+
+class DryRun(NamedTuple):
+    """One pass of the controller that wrote nothing (:func:`dry_run`)."""
+
+    cache: ClusterCache
+    """What it read (the pass does not change it)."""
+    plans: list[dict]
+    """The plans it made, as ``gpudefrag defrag --dry-run`` prints them."""
+    finished_runs: int
+    """Finished pods it learned run times from (below 20 it plans with the prior)."""
+
+
+def dry_run(nodes: Iterable[dict], pods: list[dict], config: DefragConfig, now_s: float) -> DryRun:
+    """One pass of the controller over these objects at ``now_s``, writing nothing."""
+    reconciler = DefragReconciler(None, replace(config, dry_run=True), clock=lambda: now_s)
+    cache = reconciler.load(nodes, pods)
+    plans = reconciler.reconcile(cache)
+    return DryRun(cache, plans, len(reconciler.durations_s))
 
 
 def run_controller(

@@ -51,3 +51,6 @@ PLAN = "gpudefrag.io/defrag-plan"
 restarted controller continues it instead of planning again."""
 FAKE_RUN_S = "gpudefrag.io/fake-run-s"
 """Fake kubelet only: seconds the pod runs before it succeeds."""
+
+MIRROR_POD = "kubernetes.io/config.mirror"
+"""Annotation the kubelet sets on the API's mirror of a static pod."""

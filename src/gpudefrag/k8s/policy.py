@@ -2,20 +2,22 @@
 simulators, and the target workload (typical pods) they measure fragmentation against.
 
 Typical pods: given explicitly (``typical``, e.g. the simulator's, for parity), or *observed*:
-FGD's rule (:func:`~gpudefrag.frag.typical.typical_pods`) over the requests of every pod the
-cache has seen, recomputed when the number of pods seen has doubled since the last time (and at
-the first cycle), so the measure follows the cluster's real mix without changing at every pod.
+FGD's rule over the GPU workload of the pods the cache has seen
+(:func:`~gpudefrag.k8s.gpu_workload.gpu_workload_typical`: GPU pods, not DaemonSet or static
+pods), recomputed when the number of pods seen has doubled since the last time (and at the
+first cycle), so the measure follows the cluster's real mix without changing at every pod.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.frag.typical import TypicalPods, typical_pods
-from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache
+from gpudefrag.k8s.gpu_workload import DEFAULT_WORKLOAD, gpu_workload_typical
 from gpudefrag.k8s.topology_config import topology_from_nodes
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodSpec, pod_batch
@@ -48,7 +50,7 @@ class DecisionCore:
         self._seen = 0
         self.policy: Policy
         self.scheduler: Scheduler
-        self._build(typical if typical is not None else typical_pods(pod_batch([PodSpec(0, 0, 1, 1000)])))
+        self._build(typical if typical is not None else typical_pods(pod_batch([DEFAULT_WORKLOAD])))
 
     def _build(self, typical: TypicalPods) -> None:
         self.typical = typical
@@ -78,18 +80,11 @@ class DecisionCore:
         n = len(cache.pods)
         if self._seen and n < 2 * self._seen:
             return
-        specs: list[PodSpec] = []
-        gpu_specs: list[str] = []
-        for rec in cache.pods.values():
-            if rec.request is None:
-                continue
-            specs.append(rec.request.spec)
-            annotations = (rec.obj.get("metadata") or {}).get("annotations") or {}
-            gpu_specs.append(annotations.get(names.ALIBABA_GPU_MODEL, ""))
-        if not specs:
+        pods = [(rec.obj, rec.request) for rec in cache.pods.values() if rec.request is not None]
+        if not pods:
             return
         self._seen = max(1, n)
-        self._build(typical_pods(pod_batch(specs, gpu_specs), mask_of=cache.models.mask_of))
+        self._build(gpu_workload_typical(pods, cache.models.mask_of))
 
     def nodes_changed(self, cache: ClusterCache) -> None:
         """Rebuild the topology from the nodes' labels."""

@@ -6,7 +6,10 @@ it is ours (``spec.schedulerName``) and none of the checkpoints module's reasons
 is (do-not-disrupt, gang member, no controller owner); a pod being deleted counts as migrating.
 
 Pending pods are our pods in queue order, gang members left out (a gang is placed whole, and
-the planner frees room for one pod); ``blocked`` marks those blocked by fragmentation.
+the planner frees room for one pod); ``blocked`` marks those blocked by fragmentation on the
+nodes they may use.  Every pod carries the nodes it may not use (``excluded_nodes``): taints it
+does not tolerate, labels its node selector or required affinity rejects, and nodes not Ready
+or cordoned; the planner never frees such a node for a pending pod nor moves a pod there.
 Reservations are the nodes' ``gpudefrag.io/reserved-for`` annotations that have not expired.
 """
 
@@ -33,9 +36,12 @@ def may_disrupt(rec: PodRecord) -> bool:
     return rec.ours and rec.request is not None and never_moved_reason(rec.obj, rec.request) is None
 
 
-def running_pod(rec: PodRecord, node: int, now_s: float) -> RunningPod:
-    """What the cluster knows of one counted pod (:mod:`gpudefrag.k8s.checkpoints`).  A pod whose
-    checkpoint annotations do not parse is kept where it is (never moved) and logged."""
+def running_pod(
+    rec: PodRecord, node: int, now_s: float, excluded_nodes: frozenset[int] = frozenset()
+) -> RunningPod:
+    """What the cluster knows of one counted pod (:mod:`gpudefrag.k8s.checkpoints`), with the
+    nodes it may not be moved to.  A pod whose checkpoint annotations do not parse is kept where
+    it is (never moved) and logged."""
     assert rec.request is not None and rec.placement is not None
     movable = may_disrupt(rec)
     try:
@@ -54,6 +60,7 @@ def running_pod(rec: PodRecord, node: int, now_s: float) -> RunningPod:
         last_checkpoint_run_s=ck.last_checkpoint_run_s,
         do_not_disrupt=not movable,
         migrating=rec.deleting,
+        excluded_nodes=excluded_nodes,
     )
 
 
@@ -82,15 +89,16 @@ class CachePort:
                 continue
             req = rec.request
             assert req is not None
-            blocked = blocked_by_fragmentation(state, req.spec)
-            out.append(PendingPod(rec.pod_id, req.spec, req.created_s, req.priority, blocked))
+            off = self.cache.off_limits(rec)
+            blocked = blocked_by_fragmentation(state, req.spec, off)
+            out.append(PendingPod(rec.pod_id, req.spec, req.created_s, req.priority, blocked, off))
         return out
 
     @property
     def running(self) -> list[RunningPod]:
         cache = self.cache
         return [
-            running_pod(rec, cache.index[rec.counted_on], self._now_s)
+            running_pod(rec, cache.index[rec.counted_on], self._now_s, cache.off_limits(rec))
             for rec in cache.pods.values()
             if rec.counted_on is not None and not rec.assumed and rec.request is not None
         ]

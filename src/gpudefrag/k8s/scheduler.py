@@ -38,7 +38,7 @@ from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event, Node, Pod
 
-from gpudefrag.batch.placer import SolverConfig
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache, PodRecord
 from gpudefrag.k8s.checkpoints import has_controller_owner

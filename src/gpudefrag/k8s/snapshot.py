@@ -37,6 +37,7 @@ from gpudefrag.errors import InputError
 from gpudefrag.k8s import names
 from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
 from gpudefrag.k8s.requests import ObjectError, PodRequest, gpu_assignment, pod_ref, pod_request
+from gpudefrag.k8s.timefmt import from_rfc3339
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
 from gpudefrag.model.pods import PodSpec
@@ -44,9 +45,14 @@ from gpudefrag.model.pods import PodSpec
 __all__ = [
     "RunningEntry",
     "Snapshot",
+    "SnapshotObjects",
+    "checked_snapshot",
     "load_snapshot",
     "lowest_free_gpus",
+    "read_objects",
     "snapshot_from_objects",
+    "snapshot_objects",
+    "snapshot_time_s",
 ]
 
 RunningEntry = tuple[PodRequest, str, tuple[int, ...]]
@@ -150,13 +156,94 @@ def _items(source: str, data: Any, where: str = "") -> list[Mapping[str, Any]]:
     return out
 
 
+def read_objects(paths: Iterable[str | Path]) -> list[Sourced]:
+    """Every object of the files, with the file it came from (Lists flattened, module docstring)."""
+    sourced: list[Sourced] = []
+    for p in map(Path, paths):
+        sourced += [(obj, str(p)) for obj in _items(str(p), _parse(p))]
+    return sourced
+
+
 def load_snapshot(path: str | Path, *more: str | Path, only_scheduler: str | None = None) -> Snapshot:
     """Read one snapshot from one or more files (module docstring)."""
-    sourced: list[Sourced] = []
     paths = [Path(p) for p in (path, *more)]
-    for p in paths:
-        sourced += [(obj, str(p)) for obj in _items(str(p), _parse(p))]
-    return _build(sourced, ", ".join(str(p) for p in paths), only_scheduler)
+    return checked_snapshot(read_objects(paths), ", ".join(str(p) for p in paths), only_scheduler)
+
+
+def checked_snapshot(sourced: list[Sourced], source: str, only_scheduler: str | None = None) -> Snapshot:
+    """The snapshot of objects read by :func:`read_objects` (its errors name their file)."""
+    return _build(sourced, source, only_scheduler)
+
+
+@dataclass
+class SnapshotObjects:
+    """A snapshot's objects as the API would list them: Nodes, Pods (finished ones included)
+    and PodGroups; read and checked by :func:`snapshot_objects`."""
+
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    pod_groups: list[dict[str, Any]]
+    source: str
+    skipped: list[str]
+
+
+def snapshot_objects(sourced: list[Sourced], source: str) -> SnapshotObjects:
+    """The objects of :func:`read_objects`, checked as :func:`checked_snapshot` checks them (an
+    :class:`InputError` naming the file and object); a pod without ``metadata.uid`` (a
+    hand-made file) gets ``namespace/name`` as its UID."""
+    snap = checked_snapshot(sourced, source)
+    pods = []
+    for obj, _ in sourced:
+        if obj.get("kind") != "Pod":
+            continue
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("uid"):
+            meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        pods.append({**obj, "metadata": meta})
+    return SnapshotObjects(
+        [dict(o) for o, _ in sourced if o.get("kind") == "Node"],
+        pods,
+        [dict(o) for o, _ in sourced if o.get("kind") == "PodGroup"],
+        source,
+        snap.skipped,
+    )
+
+
+_TIME_FIELDS = (
+    "creationTimestamp",
+    "startTime",
+    "lastHeartbeatTime",
+    "lastTransitionTime",
+    "startedAt",
+    "finishedAt",
+)
+
+
+def snapshot_time_s(objects: Iterable[Mapping[str, Any]]) -> float | None:
+    """The newest time the objects carry (creation and start times, node heartbeats, condition
+    transitions, container starts and ends): when the snapshot was taken, at the earliest;
+    ``None`` when they carry none.  Malformed times are left out (the readers report them)."""
+    newest: float | None = None
+
+    def visit(value: Any) -> None:
+        nonlocal newest
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k in _TIME_FIELDS and isinstance(v, str):
+                    try:
+                        t = from_rfc3339(v)
+                    except ValueError:
+                        continue
+                    newest = t if newest is None else max(newest, t)
+                elif k != "managedFields":
+                    visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+
+    for obj in objects:
+        visit(obj)
+    return newest
 
 
 def snapshot_from_objects(
@@ -288,7 +375,7 @@ def _build(sourced: list[Sourced], source: str, only_scheduler: str | None) -> S
     except ObjectError as e:
         raise InputError(node_origin.get(e.obj.removeprefix("nodes/"), source), str(e)) from None
     snap = Snapshot(nodes, [], [], models, [], source)
-    others = sorted({str(o.get("kind") or "?") for o, _ in sourced} - {"Node", "Pod"})
+    others = sorted({str(o.get("kind") or "?") for o, _ in sourced} - {"Node", "Pod", "PodGroup"})
     if others:
         snap.skipped.append(f"objects of kind {', '.join(others)} ignored")
     bound = _pods(pod_objs, models, snap.node_index(), only_scheduler, snap)

@@ -1,72 +1,72 @@
-"""What-if analysis of a cluster snapshot (read-only): fragmentation now, the pending pods it
-blocks, a defragmentation plan for them, and the allocation our placement would reach.
+"""What-if analysis of a cluster snapshot for ``gpudefrag plan`` (read-only), built from the parts
+the scheduler and the defragmentation controller run, so that it sees what they see:
 
-* **Fragmentation now**: FGD's measure (expected GPU milli unusable by the typical pods; the
-  typical pods are the snapshot's own, running + pending, :func:`snapshot_typical`) over every
-  node, in GPUs and as % of the unallocated GPUs; allocation = allocated GPU milli / capacity.
-* **Pending pods**, each alone on the current state of the *usable* nodes (Ready, schedulable):
-  it fits now, it is blocked by fragmentation (:func:`~gpudefrag.defrag.planner.blocked_by_fragmentation`),
-  or there is not enough free capacity.
-* **Plan**: for the blocked pods in scheduling order (priority, then age), the
-  :class:`~gpudefrag.defrag.planner.DefragPlanner` plan on the state the earlier plans leave
-  (their moved pods on their targets and fixed, their sources held through the grace period,
-  their freed node taken).  A move loses the pod's run time since its last checkpoint
-  (``gpudefrag.io/last-checkpoint``; none: since ``status.startTime``) plus the eviction grace
-  period, then ``restart_s``: ``cost = GPUs x (lost + restart_s)`` GPU-seconds.  Pods marked
-  ``gpudefrag.io/do-not-disrupt: "true"``, without a controller ``ownerReference``, in a gang or
-  being deleted are never moved.  A snapshot does not say how long pods will run, so none is
-  assumed to finish on its own: every plan found passes the planner's hysteresis.
-* **Placement** with the policy, pods in creation order (a gang's pending members all or
-  none): (a) the pending pods on the current state, (b) the same after the plans' moves (each
-  blocked pod first, on the node freed for it), (c) every pod, running and pending, from an
-  empty cluster; each against the current layout.  Unusable nodes take no new pod.
+* **The cluster**: a :class:`~gpudefrag.k8s.cache.ClusterCache` of the snapshot's objects, read
+  as the controller reads the API (:meth:`~gpudefrag.k8s.defrag.DefragReconciler.load`).
+* **Nodes**: per node its GPUs, the wholly free ones, the free milli-GPU on GPUs shared by
+  running pods, and whether new pods may go there (Ready, not cordoned; its blocking taints).
+* **Fragmentation now**: FGD's measure against the scheduler's typical pods, the cluster's GPU
+  workload (:mod:`gpudefrag.k8s.gpu_workload`: GPU pods, not DaemonSet or static pods), over
+  every node, in GPUs and as % of the unallocated GPUs.
+* **Pending pods**, each alone on the nodes it may use (:meth:`ClusterCache.off_limits`: taints,
+  node selector, required node affinity, GPU model, Ready and not cordoned): it fits now, it is
+  blocked by fragmentation, the nodes it may use lack free capacity, or it may use no node at
+  all (with the reason).  Pods of other schedulers and gang members are shown with the reason
+  the controller does not plan for them.
+* **Plans**: one pass of the controller itself (dry run) with the controller's settings: the
+  same plans ``gpudefrag defrag --dry-run`` prints on the same snapshot at the same time.
+* **Before and after**, like with like (same capacity, same workload measure): the scheduler's
+  cycle (:func:`~gpudefrag.k8s.decide.decide_cycle`) on the snapshot, and on the snapshot after
+  the plans' evictions (each freed node reserved for its pod, each evicted pod recreated by its
+  owner as a new pending pod, as the controller and the scheduler would have it).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
-from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
 from gpudefrag.frag.tracker import FragTracker
-from gpudefrag.frag.typical import TypicalPods, typical_pods
-from gpudefrag.k8s.checkpoints import lost_work_s, never_moved_reason
-from gpudefrag.k8s.nodes import cluster_state
-from gpudefrag.k8s.requests import ObjectError, PodRequest
-from gpudefrag.k8s.snapshot import Snapshot
-from gpudefrag.model.cluster import ClusterState, Placement
-from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
-from gpudefrag.model.fit import fits_now_mask, node_view, place_on_view
-from gpudefrag.model.migration import MigrationModel
-from gpudefrag.model.pods import pod_batch
-from gpudefrag.policies.base import Policy
-from gpudefrag.policies.registry import make_policy
+from gpudefrag.frag.typical import TypicalPods
+from gpudefrag.k8s import names
+from gpudefrag.k8s.cache import ClusterCache
+from gpudefrag.k8s.checkpoints import checkpoint_state
+from gpudefrag.k8s.decide import decide_cycle
+from gpudefrag.k8s.defrag import DefragConfig, DefragReconciler, dry_run
+from gpudefrag.k8s.gpu_workload import counts_in_gpu_workload
+from gpudefrag.k8s.policy import DecisionCore
+from gpudefrag.k8s.requests import ObjectError
+from gpudefrag.k8s.timefmt import to_rfc3339
+from gpudefrag.k8s.whatif_pending import BLOCKED, PendingRow, pending_records, pending_row
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 
-__all__ = [
-    "Layout",
-    "MoveRow",
-    "PlanRow",
-    "WhatIf",
-    "snapshot_typical",
-    "what_if",
-]
+__all__ = ["Layout", "NodeRow", "WhatIf", "after_plan_objects", "what_if"]
 
 
 @dataclass(frozen=True)
 class Layout:
     """A layout's figures: allocated GPU milli of the capacity, FGD fragmentation (GPUs), pods
-    placed and the ones that found no place."""
+    placed on it by the scheduler and pods left pending."""
 
     allocated_gpu_milli: int
     capacity_gpu_milli: int
     frag_gpus: float
-    placed: int
-    unplaced: tuple[str, ...] = ()
+    placed: int = 0
+    pending: int = 0
+    moved: int = 0
+    """Pods the plan evicted, recreated by their owners and placed again (``placed`` excludes them)."""
+
+    @property
+    def allocated_gpus(self) -> float:
+        return self.allocated_gpu_milli / GPU_MILLI_PER_GPU
+
+    @property
+    def free_gpus(self) -> float:
+        return (self.capacity_gpu_milli - self.allocated_gpu_milli) / GPU_MILLI_PER_GPU
 
     @property
     def allocation_pct(self) -> float:
@@ -74,302 +74,289 @@ class Layout:
 
     @property
     def frag_pct_of_unallocated(self) -> float:
-        free_milli = self.capacity_gpu_milli - self.allocated_gpu_milli
-        return 100.0 * self.frag_gpus * GPU_MILLI_PER_GPU / free_milli if free_milli > 0 else 0.0
+        free = self.free_gpus
+        return 100.0 * self.frag_gpus / free if free > 0 else 0.0
+
+    @property
+    def frag_pct_of_capacity(self) -> float:
+        cap = self.capacity_gpu_milli / GPU_MILLI_PER_GPU
+        return 100.0 * self.frag_gpus / cap if cap > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "allocated_gpus": self.allocated_gpu_milli / GPU_MILLI_PER_GPU,
+            "allocated_gpus": self.allocated_gpus,
+            "free_gpus": self.free_gpus,
             "capacity_gpus": self.capacity_gpu_milli / GPU_MILLI_PER_GPU,
             "allocation_pct": round(self.allocation_pct, 3),
             "frag_gpus": round(self.frag_gpus, 3),
             "frag_pct_of_unallocated": round(self.frag_pct_of_unallocated, 3),
+            "frag_pct_of_capacity": round(self.frag_pct_of_capacity, 3),
             "placed": self.placed,
-            "unplaced": list(self.unplaced),
+            "moved_pods_placed": self.moved,
+            "pending": self.pending,
         }
 
 
 @dataclass(frozen=True)
-class MoveRow:
-    pod: str
-    from_node: str
-    to_node: str
-    gpus: tuple[int, ...]
-    cost_gpu_s: float
+class NodeRow:
+    """One node: its GPUs, the wholly free ones, free milli-GPU on shared GPUs, whether new
+    pods may go there (``state``: ``usable``, ``NotReady``, ``cordoned``) and its blocking
+    taints, and the pod it is reserved for."""
 
+    name: str
+    model: str
+    gpus: int
+    free_gpus: int
+    shared_free_milli: int
+    state: str
+    taints: tuple[str, ...]
+    reserved_for: str | None
 
-@dataclass(frozen=True)
-class PlanRow:
-    """The moves that free ``target_node`` for the blocked ``pod``."""
-
-    pod: str
-    target_node: str
-    moves: tuple[MoveRow, ...]
-    cost_gpu_s: float
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "gpus": self.gpus,
+            "free_gpus": self.free_gpus,
+            "shared_free_milli": self.shared_free_milli,
+            "state": self.state,
+            "taints": list(self.taints),
+            "reserved_for": self.reserved_for,
+        }
 
 
 @dataclass
 class WhatIf:
     """Everything ``gpudefrag plan`` prints (module docstring)."""
 
-    policy: str
     now_s: float
-    restart_s: float
-    unusable_nodes: list[str]
+    config: DefragConfig
+    policy: str
+    nodes: list[NodeRow]
+    typical: TypicalPods
+    workload_pods: int
     current: Layout
-    fits_now: list[str]
-    blocked: list[str]
-    no_capacity: list[str]
-    plans: list[PlanRow]
-    unplanned: list[str]
+    pending: list[PendingRow]
+    plans: list[dict[str, Any]]
     pending_placed: Layout
     after_plan: Layout
-    repacked: Layout
+    running: int
     skipped: list[str] = field(default_factory=list)
+    domains: list[dict[str, Any]] | None = None
+    """Free GPUs per topology domain (with the scheduler's topology levels)."""
+    no_plan: dict[str, str] = field(default_factory=dict)
+    """Blocked pods the controller plans for that got no plan, and why."""
+    finished_runs: int = 0
+    """Finished pods whose run times the controller learned (fewer than 20: it uses its prior)."""
 
     @property
     def total_cost_gpu_s(self) -> float:
-        return sum((p.cost_gpu_s for p in self.plans), 0.0)
+        return sum((float(p["cost_gpu_s"]) for p in self.plans), 0.0)
+
+    @property
+    def moves(self) -> int:
+        return sum(len(p["moves"]) for p in self.plans)
 
 
-# ----------------------------------------------------------------------------- running pods
-def _movables(snapshot: Snapshot, now_s: float, grace_s: float) -> list[MovablePod]:
-    index = snapshot.node_index()
-    out = []
-    for i, (req, node, gpus) in enumerate(snapshot.running):
-        obj = snapshot.objects[req.key]
-        try:
-            lost = lost_work_s(obj, now_s)
-        except ObjectError as e:
-            raise snapshot.error(req.key, e) from None
-        fixed = never_moved_reason(obj, req) is not None
-        out.append(MovablePod(i, index[node], gpus, req.spec, lost + grace_s, math.inf, not fixed))
-    return out
+# ----------------------------------------------------------------------------- nodes
+def _node_rows(cache: ClusterCache) -> list[NodeRow]:
+    state = cache.state
+    reserved = {r.node: r.pod_key for r in cache.reservations(0.0)}
+    rows = []
+    for i, name in enumerate(cache.order):
+        info = cache.nodes[name]
+        left = state.gpu_milli_left[i, : info.gpu_count]
+        whole = int((left >= GPU_MILLI_PER_GPU).sum())
+        shared = int(left[left < GPU_MILLI_PER_GPU].sum())
+        status = "usable" if info.usable else ("NotReady" if not info.ready else "cordoned")
+        taints = tuple(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in info.taints)
+        rows.append(
+            NodeRow(name, info.gpu_model, info.gpu_count, whole, shared, status, taints, reserved.get(name))
+        )
+    return rows
 
 
-# ----------------------------------------------------------------------------- measures
-def snapshot_typical(snapshot: Snapshot) -> TypicalPods:
-    """FGD's typical pods of the snapshot's pods (running + pending); a model constraint is
-    keyed by its models' names in id order, so ``A|B`` and ``B|A`` are one key."""
-    reqs = [r for r, _, _ in snapshot.running] + snapshot.pending
-    specs = [_model_spec(snapshot, r.spec.gpu_model_mask) for r in reqs]
-    return typical_pods(pod_batch([r.spec for r in reqs], specs), mask_of=snapshot.models.mask_of)
+def _domain_rows(
+    cache: ClusterCache, core: DecisionCore, nodes: list[NodeRow]
+) -> list[dict[str, Any]] | None:
+    """Per topology level (top first) and domain: its nodes, GPUs and wholly free GPUs on usable
+    nodes; a domain is named by its label values from the top level down.  None without levels."""
+    topo = core.topology
+    if topo is None:
+        return None
+    infos = [cache.nodes[n] for n in cache.order]
+    top_down = list(topo.levels[::-1])
+    rows: list[dict[str, Any]] = []
+    for depth, level in enumerate(top_down):
+        doms = topo.domains(topo.levels.index(level))
+        for d in range(int(doms.max()) + 1):
+            members = [i for i in range(len(infos)) if doms[i] == d]
+            if not members:
+                continue
+            path = "/".join(infos[members[0]].labels.get(lv, "") for lv in top_down[: depth + 1])
+            rows.append(
+                {
+                    "level": level,
+                    "domain": path,
+                    "nodes": len(members),
+                    "gpus": sum(nodes[i].gpus for i in members),
+                    "free_gpus": sum(nodes[i].free_gpus for i in members if nodes[i].state == "usable"),
+                }
+            )
+    return rows
 
 
-def _model_spec(snapshot: Snapshot, mask: int) -> str:
-    if mask == ANY_GPU_MODEL:
-        return ""
-    return "|".join(n for i, n in enumerate(snapshot.models.names) if (mask >> i) & 1)
+# ----------------------------------------------------------------------------- layouts
+RECREATED = "-recreated"
+"""Suffix of the UID an evicted pod gets when its owner recreates it (:func:`after_plan_objects`)."""
 
 
 def _layout(
-    state: ClusterState,
-    typical: TypicalPods,
-    usable: np.ndarray,
-    base_frag: np.ndarray,
-    placed: int,
-    unplaced: Sequence[str] = (),
+    state: ClusterState, typical: TypicalPods, placed: int = 0, pending: int = 0, moved: int = 0
 ) -> Layout:
-    """Figures of ``state``; the fragmentation of unusable nodes (masked on ``state``) is
-    taken from ``base_frag`` (they took no new pod)."""
     frag = FragTracker(typical, state).frag_milli
-    total_milli = float(frag[usable].sum() + base_frag[~usable].sum())
-    return Layout(
-        state.used_gpu_milli,
-        state.gpu_capacity_milli,
-        total_milli / GPU_MILLI_PER_GPU,
-        placed,
-        tuple(unplaced),
-    )
+    frag_gpus = float(frag.sum()) / GPU_MILLI_PER_GPU
+    return Layout(state.used_gpu_milli, state.gpu_capacity_milli, frag_gpus, placed, pending, moved)
 
 
-def _masked(state: ClusterState, usable: np.ndarray) -> ClusterState:
-    out = state.copy()
-    for n in np.flatnonzero(~usable):
-        out.mask(int(n))
+def _scheduled(cache: ClusterCache, core: DecisionCore, now_s: float) -> Layout:
+    """The cache's state with one scheduler cycle over its pending pods applied."""
+    pending = cache.pending()
+    result = decide_cycle(cache, pending, core.scheduler, core.policy, core.topology, now_s)
+    state = cache.state.copy()
+    for _, placement in result.binds:
+        state.bind(placement)
+    bound = {rec.uid for rec, _ in result.binds}
+    moved = sum(1 for uid in bound if uid.endswith(RECREATED))
+    waiting = sum(1 for r in pending if r.uid not in bound and not r.uid.endswith(RECREATED))
+    return _layout(state, core.typical, len(bound) - moved, waiting, moved)
+
+
+def after_plan_objects(
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    plans: Sequence[Mapping[str, Any]],
+    now_s: float,
+    reservation_s: float,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The objects once the plans' evictions are done: each freed node annotated as reserved
+    for its pod, each evicted pod gone and recreated by its owner (a new UID, no node, created
+    ``now_s``, pending)."""
+    reserved = {str(p["node"]): str(p["pod"]) for p in plans}
+    victims = {uid for p in plans for uid in p["victims"]}
+    until = to_rfc3339(now_s + reservation_s)
+    out_nodes: list[dict[str, Any]] = []
+    for obj in nodes:
+        n = {**obj, "metadata": dict(obj.get("metadata") or {})}
+        name = str(n["metadata"].get("name", ""))
+        if name in reserved:
+            ann = dict(n["metadata"].get("annotations") or {})
+            ann.update({names.RESERVED_FOR: reserved[name], names.RESERVED_UNTIL: until})
+            n["metadata"]["annotations"] = ann
+        out_nodes.append(n)
+    out_pods: list[dict[str, Any]] = []
+    for obj in pods:
+        meta = obj.get("metadata") or {}
+        if meta.get("uid") not in victims:
+            out_pods.append(dict(obj))
+            continue
+        spec = {k: v for k, v in (obj.get("spec") or {}).items() if k != "nodeName"}
+        ann = {k: v for k, v in (meta.get("annotations") or {}).items() if k != names.ALIBABA_GPU_INDEX}
+        new_meta = {**meta, "uid": f"{meta.get('uid')}{RECREATED}", "creationTimestamp": to_rfc3339(now_s)}
+        new_meta["annotations"] = ann
+        out_pods.append({**obj, "metadata": new_meta, "spec": spec, "status": {"phase": "Pending"}})
+    return out_nodes, out_pods
+
+
+def _unreadable_checkpoints(cache: ClusterCache, now_s: float) -> list[str]:
+    """Running pods whose checkpoint annotations do not parse: the controller never moves them."""
+    out = []
+    for rec in cache.pods.values():
+        if rec.counted_on is None:
+            continue
+        try:
+            checkpoint_state(rec.obj, now_s)
+        except ObjectError as e:
+            out.append(f"{e}; the controller never moves it")
     return out
 
 
-# ----------------------------------------------------------------------------- placing
-def place_in_order(state: ClusterState, reqs: Sequence[PodRequest], policy: Policy) -> tuple[int, list[str]]:
-    """Place ``reqs`` with ``policy`` in creation order; a gang's members (same namespace and
-    pod group) together, at its first member's turn, all or none.  Returns (pods placed, keys
-    of pods not placed)."""
-    units: dict[tuple[str, str], list[PodRequest]] = {}
-    for r in sorted(reqs, key=lambda r: (r.created_s, r.key)):
-        units.setdefault((r.namespace, r.pod_group) if r.pod_group else ("", r.key), []).append(r)
-    placed = 0
-    unplaced: list[str] = []
-    for members in units.values():
-        done: list[Placement] = []
-        for r in members:
-            p = policy.select(state, r.spec)
-            if p is None:
-                break
-            state.bind(p)
-            done.append(p)
-        if len(done) == len(members):
-            placed += len(done)
+def _no_plan_reasons(
+    cache: ClusterCache, rows: list[PendingRow], plans: list[dict[str, Any]], config: DefragConfig
+) -> dict[str, str]:
+    """Why each blocked pod the controller plans for got no plan: the headroom rule (the
+    controller's test, on the nodes that take new pods), else no plan worth its cost."""
+    planned = {p["pod"] for p in plans}
+    state = cache.state.copy()
+    state.mask_many(np.array(cache.unusable_nodes(), dtype=np.int64))
+    free_milli = int(state.gpu_milli_left.sum())
+    out = {}
+    for row in rows:
+        if row.verdict != BLOCKED or not row.planned_for or row.pod in planned:
             continue
-        for p in reversed(done):
-            state.unbind(p)
-        unplaced += [r.key for r in members]
-    return placed, unplaced
+        asks = row.num_gpu * row.gpu_milli
+        keep = config.headroom_fraction * state.gpu_capacity_milli
+        if row.num_gpu >= 2 and free_milli - asks < keep:
+            out[row.pod] = (
+                f"the headroom rule: with it placed {(free_milli - asks) / GPU_MILLI_PER_GPU:,.2f} of "
+                f"{state.gpu_capacity_milli / GPU_MILLI_PER_GPU:,.0f} GPUs would stay free on usable nodes, "
+                f"under the {100 * config.headroom_fraction:g} % kept for 2+ GPU pods (--headroom)"
+            )
+        else:
+            out[row.pod] = (
+                f"no set of at most {config.max_moves} moves frees a node for it at a cost its expected "
+                "wait outweighs (or this pass tried other pods first)"
+            )
+    return out
 
 
 # ----------------------------------------------------------------------------- the analysis
-@dataclass
-class _Planned:
-    rows: list[PlanRow]
-    unplanned: list[str]
-    moves: list[tuple[int, int, tuple[int, ...]]]  # (running index, to node, to GPUs)
-    targets: list[tuple[PodRequest, int]]
-
-
-def _classify(state: ClusterState, pending: Sequence[PodRequest]) -> tuple[list[str], list[str], list[str]]:
-    fits, blocked, short = [], [], []
-    for r in pending:
-        if fits_now_mask(state, r.spec).any():
-            fits.append(r.key)
-        elif blocked_by_fragmentation(state, r.spec):
-            blocked.append(r.key)
-        else:
-            short.append(r.key)
-    return fits, blocked, short
-
-
-def _plan(
-    snapshot: Snapshot,
-    state: ClusterState,
-    usable: np.ndarray,
-    blocked: Sequence[PodRequest],
-    planner: DefragPlanner,
-    movables: list[MovablePod],
-) -> _Planned:
-    out = _Planned([], [], [], [])
-    excluded = {int(n) for n in np.flatnonzero(~usable)}
-    restart_s = planner.config.migration.restart_s
-    for req in sorted(blocked, key=lambda r: (-r.priority, r.created_s, r.key)):
-        if not blocked_by_fragmentation(state, req.spec):
-            out.unplanned.append(req.key)  # the earlier plans took the room it needed
-            continue
-        plan = planner.plan(state, movables, req.spec, frozenset(excluded))
-        if plan is None:
-            out.unplanned.append(req.key)
-            continue
-        rows = []
-        for m in plan.moves:
-            mp = movables[m.pod_id]
-            state.bind(Placement(m.to_node, m.to_gpus, mp.spec))  # the source stays held (grace)
-            movables[m.pod_id] = replace(mp, movable=False)
-            rows.append(
-                MoveRow(
-                    snapshot.running[m.pod_id][0].key,
-                    state.names[m.from_node],
-                    state.names[m.to_node],
-                    m.to_gpus,
-                    move_cost_gpu_s(mp, restart_s),
-                )
-            )
-            out.moves.append((m.pod_id, m.to_node, m.to_gpus))
-        state.mask(plan.target_node)
-        excluded.add(plan.target_node)
-        out.rows.append(PlanRow(req.key, state.names[plan.target_node], tuple(rows), plan.cost_gpu_s))
-        out.targets.append((req, plan.target_node))
-    return out
-
-
-def _after_plan(
-    snapshot: Snapshot, base: ClusterState, planned: _Planned, policy: Policy
-) -> tuple[ClusterState, int, list[str]]:
-    """``base`` with the moves done (sources released), each planned pod on its freed node,
-    then the other pending pods placed by ``policy``."""
-    state = base.copy()
-    for i, to_node, to_gpus in planned.moves:
-        req, node, gpus = snapshot.running[i]
-        state.unbind(Placement(state.names.index(node), gpus, req.spec))  # unbind checks no model
-        state.bind(Placement(to_node, to_gpus, req.spec))
-    placed = 0
-    for req, x in planned.targets:
-        chosen = place_on_view(node_view(state, x), req.spec)
-        if chosen is not None and state.why_not_fits(x, req.spec, chosen) is None:
-            state.bind(Placement(x, chosen, req.spec))
-            placed += 1
-    done = {req.key for req, _ in planned.targets}
-    more, unplaced = place_in_order(state, [r for r in snapshot.pending if r.key not in done], policy)
-    return state, placed + more, unplaced
-
-
-def _placements(
-    snapshot: Snapshot,
-    typical: TypicalPods,
-    policy: str,
-    usable: np.ndarray,
-    base: ClusterState,
-    now_frag: np.ndarray,
-    planned: _Planned,
-    pending: Sequence[PodRequest],
-) -> tuple[Layout, Layout, Layout]:
-    """(a) the pending pods placed now, (b) the same after the plans, (c) every pod from empty."""
-    a_state = base.copy()
-    a_placed, a_unplaced = place_in_order(a_state, pending, make_policy(policy, typical))
-    b_state, b_placed, b_unplaced = _after_plan(snapshot, base, planned, make_policy(policy, typical))
-    empty = cluster_state(snapshot.nodes, snapshot.models)
-    empty_frag = FragTracker(typical, empty).frag_milli.copy()
-    c_state = _masked(empty, usable)
-    every = [r for r, _, _ in snapshot.running] + list(pending)
-    c_placed, c_unplaced = place_in_order(c_state, every, make_policy(policy, typical))
-    return (
-        _layout(a_state, typical, usable, now_frag, a_placed, a_unplaced),
-        _layout(b_state, typical, usable, now_frag, b_placed, b_unplaced),
-        _layout(c_state, typical, usable, empty_frag, c_placed, c_unplaced),
-    )
-
-
 def what_if(
-    snapshot: Snapshot,
-    policy: str = "fgd",
-    restart_s: float = 60.0,
-    now_s: float = 0.0,
-    grace_s: float = 30.0,
-    max_moves: int = 4,
+    node_objs: Sequence[Mapping[str, Any]],
+    pod_objs: Sequence[Mapping[str, Any]],
+    config: DefragConfig,
+    core: DecisionCore,
+    now_s: float,
+    pod_groups: Sequence[Mapping[str, Any]] = (),
 ) -> WhatIf:
-    """The analysis of the module docstring at time ``now_s`` (epoch seconds).  A malformed
-    checkpoint annotation raises :class:`~gpudefrag.errors.InputError`; an unknown policy
-    :class:`~gpudefrag.errors.ConfigError`."""
-    typical = snapshot_typical(snapshot)
-    make_policy(policy, typical)  # an unknown name fails before any work
-    current = snapshot.cluster_state()
-    usable = np.array([n.usable for n in snapshot.nodes], dtype=bool)
-    now_frag = FragTracker(typical, current).frag_milli.copy()
-    base = _masked(current, usable)
-    pending = sorted(snapshot.pending, key=lambda r: (r.created_s, r.key))
-    fits, blocked_keys, short = _classify(base, pending)
-    planner = DefragPlanner(PlannerConfig(max_moves=max_moves, migration=MigrationModel(grace_s, restart_s)))
-    movables = _movables(snapshot, now_s, grace_s)
-    blocked_set = set(blocked_keys)
-    blocked = [r for r in pending if r.key in blocked_set]
-    planned = _plan(snapshot, base.copy(), usable, blocked, planner, movables)
-
-    a, b, c = _placements(snapshot, typical, policy, usable, base, now_frag, planned, pending)
+    """The analysis of the module docstring at ``now_s`` (epoch seconds), with the controller's
+    ``config`` (its dry run is forced) and the scheduler's decision ``core``."""
+    config = replace(config, dry_run=True)
+    cache, plans, finished = dry_run([dict(n) for n in node_objs], [dict(p) for p in pod_objs], config, now_s)
+    for g in pod_groups:
+        cache.apply_pod_group("ADDED", dict(g))
+    core.observe(cache)
+    core.nodes_changed(cache)
+    rows = [pending_row(cache, rec) for rec in pending_records(cache)]
+    current = _layout(cache.state, core.typical)
+    workload = sum(
+        1 for r in cache.pods.values() if r.request is not None and counts_in_gpu_workload(r.obj, r.request)
+    )
+    placed_now = _scheduled(cache, core, now_s)
+    nodes_after, pods_after = after_plan_objects(node_objs, pod_objs, plans, now_s, config.reservation_s)
+    after = DefragReconciler(None, config, clock=lambda: now_s).load(nodes_after, pods_after)
+    for g in pod_groups:
+        after.apply_pod_group("ADDED", dict(g))
+    after_layout = _scheduled(after, core, now_s)
+    running = sum(1 for r in cache.pods.values() if r.counted_on is not None)
+    skipped = [f"{k}: {why}; left out" for k, why in sorted(cache.inconsistent.items())]
+    skipped += _unreadable_checkpoints(cache, now_s)
+    node_rows = _node_rows(cache)
     return WhatIf(
-        policy=policy,
         now_s=now_s,
-        restart_s=restart_s,
-        unusable_nodes=[n.name for n in snapshot.nodes if not n.usable],
-        current=Layout(
-            current.used_gpu_milli,
-            current.gpu_capacity_milli,
-            float(now_frag.sum()) / GPU_MILLI_PER_GPU,
-            len(snapshot.running),
-        ),
-        fits_now=fits,
-        blocked=blocked_keys,
-        no_capacity=short,
-        plans=planned.rows,
-        unplanned=planned.unplanned,
-        pending_placed=a,
-        after_plan=b,
-        repacked=c,
-        skipped=list(snapshot.skipped),
+        config=config,
+        policy=core.policy_name,
+        nodes=node_rows,
+        typical=core.typical,
+        workload_pods=workload,
+        current=current,
+        pending=rows,
+        plans=plans,
+        pending_placed=placed_now,
+        after_plan=after_layout,
+        running=running,
+        skipped=skipped,
+        domains=_domain_rows(cache, core, node_rows),
+        no_plan=_no_plan_reasons(cache, rows, plans, config),
+        finished_runs=finished,
     )

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
+
+from annotated_types import Interval
 
 
 @dataclass(frozen=True)
 class MigrationModel:
     """Times of one move, in seconds (module docstring)."""
 
-    eviction_grace_s: float = 30.0
-    restart_s: float = 60.0
+    eviction_grace_s: Annotated[float, Interval(ge=0, le=86_400)] = 30.0
+    restart_s: Annotated[float, Interval(ge=0, le=86_400)] = 60.0
 
     def __post_init__(self) -> None:
         if not (self.eviction_grace_s >= 0 and self.restart_s >= 0):

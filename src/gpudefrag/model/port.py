@@ -52,6 +52,9 @@ class PendingPod(NamedTuple):
     priority: int
     blocked: bool
     """True when it did not fit at its last try and nothing it fits has been freed since."""
+    excluded_nodes: frozenset[int] = frozenset()
+    """Nodes this pod may not use (a driver's node selectors, affinity, taints, unusable
+    nodes); a defragmenter neither frees them for it nor counts their room."""
 
 
 class RunningPod(NamedTuple):
@@ -74,6 +77,8 @@ class RunningPod(NamedTuple):
     last_checkpoint_run_s: float
     do_not_disrupt: bool
     migrating: bool
+    excluded_nodes: frozenset[int] = frozenset()
+    """Nodes this pod may not be moved to (its node selectors, affinity and taints)."""
 
     @property
     def work_since_checkpoint_s(self) -> float:

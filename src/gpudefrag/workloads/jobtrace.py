@@ -100,6 +100,16 @@ def _parse_topology(text: str, path: str, line: int) -> Constraint | None:
         ) from None
 
 
+def job_trace_columns(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The columns a job-trace CSV names in its header (checked as :func:`load_job_trace` does)."""
+    src = Path(path)
+    with _open_rows(src) as fh:
+        pos = _read_header(
+            csv.reader(fh, strict=True), str(src), JOB_TRACE_REQUIRED_COLUMNS, JOB_TRACE_OPTIONAL_COLUMNS
+        )
+    return tuple(sorted(pos, key=pos.__getitem__))
+
+
 def load_job_trace(path: str | os.PathLike[str]) -> list[Job]:
     """Load a job-trace CSV (see the module docstring) into jobs sorted by (submit_s, file order)."""
     src = Path(path)

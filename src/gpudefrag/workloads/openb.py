@@ -477,13 +477,17 @@ def _pod_list_names() -> list[str]:
 
 
 def workload_path(name: str) -> Path:
-    """Verified local path of a registered openb pod list.
-
-    Accepts ``openb_pod_list_default``, ``default``, ``openb_pod_list_default.csv`` or
-    ``openb/openb_pod_list_default.csv``; resolved through :func:`gpudefrag.data.store.resolve`.
-    """
+    """Verified local path of a registered openb pod list (:func:`workload_stem` names it);
+    resolved through :func:`gpudefrag.data.store.resolve`."""
     from gpudefrag.data import store
 
+    return store.resolve(f"openb/{workload_stem(name)}.csv")
+
+
+def workload_stem(name: str) -> str:
+    """The registered openb pod list ``name`` means: ``openb_pod_list_default``, ``default``,
+    ``openb_pod_list_default.csv`` and ``openb/openb_pod_list_default.csv`` are one; an unknown
+    name is a :class:`ConfigError` listing the known ones."""
     stem = str(name).strip().replace("\\", "/")
     if stem.startswith("openb/"):
         stem = stem[len("openb/") :]
@@ -498,7 +502,7 @@ def workload_path(name: str) -> Path:
             f"unknown workload {name!r}; known openb pod lists: {short} "
             "(also accepted with the 'openb_pod_list_' prefix)"
         )
-    return store.resolve(f"openb/{stem}.csv")
+    return stem
 
 
 def load_workload(name: str) -> PodTable:
