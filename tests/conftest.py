@@ -1,8 +1,9 @@
 """Shared fixtures: the dataset mirror, the default workload inputs, small synthetic clusters.
 
-The mirror is ``$GPUDEFRAG_MIRROR`` if set, else ``<repo>/../shared/data``.  When the variable is
-unset and that folder exists, it is exported at import time so that every test (and every
-subprocess a test starts) resolves registered files from it.
+The mirror is ``$GPUDEFRAG_MIRROR`` if set (a relative path is made absolute), else
+``<repo>/../shared/data``.  When the variable is unset and that folder exists, it is exported at
+import time so that every test (and every subprocess a test starts) resolves registered files
+from it.
 
 Synthetic-cluster helpers are exposed through the session fixture ``gen`` (a namespace of
 hypothesis strategies and plain helper functions), so that test modules need not import this
@@ -30,8 +31,6 @@ import pytest
 from hypothesis import strategies as st
 from lightkube import Client, KubeConfig
 
-from gpudefrag.k8s.fake.apiserver import FakeApiServer
-from gpudefrag.k8s.fake.store import Store
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
 from gpudefrag.model.gang_state import GangState
@@ -42,6 +41,8 @@ from gpudefrag.model.port import Bind, PendingPod, RunningPod, SchedulingCycle, 
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.sessions import fit_on_node
 from gpudefrag.workloads.synthetic import SyntheticWorkload
+from gpudefrag_fakecluster.apiserver import FakeApiServer
+from gpudefrag_fakecluster.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIRROR_ENV = "GPUDEFRAG_MIRROR"
@@ -55,6 +56,10 @@ def _mirror_path() -> Path:
 
 if not os.environ.get(MIRROR_ENV, "").strip() and FALLBACK_MIRROR.resolve().is_dir():
     os.environ[MIRROR_ENV] = str(FALLBACK_MIRROR.resolve())
+elif not Path(os.environ[MIRROR_ENV].strip()).expanduser().is_absolute():
+    # ``.ci/run`` passes ../shared/data: made absolute once, so that tests that change the
+    # working folder (``monkeypatch.chdir``) still find it
+    os.environ[MIRROR_ENV] = str(Path(os.environ[MIRROR_ENV].strip()).expanduser().resolve())
 
 
 @pytest.fixture(scope="session")
@@ -416,7 +421,7 @@ needs_mirror = pytest.mark.skipif(real_mirror() is None, reason="dataset mirror 
 # Fixtures for the Kubernetes driver's tests: a fake API server, and a lightkube client to it
 # (or to a real cluster).
 #
-# ``fake_api`` starts a :class:`~gpudefrag.k8s.fake.apiserver.FakeApiServer` on 127.0.0.1 with a
+# ``fake_api`` starts a :class:`~gpudefrag_fakecluster.apiserver.FakeApiServer` on 127.0.0.1 with a
 # fresh store and a kubeconfig (``.store``, ``.url``, ``.kubeconfig_path``) and stops it after
 # the test.  ``kube_client`` is a ``lightkube.Client`` to it, or, when the environment variable
 # ``GPUDEFRAG_KUBECONFIG`` names a kubeconfig file, to that real cluster.  With a real cluster,

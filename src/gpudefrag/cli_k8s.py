@@ -135,11 +135,28 @@ def _print_plans(plans: list[dict]) -> None:
         print("no plan: no pending pod is blocked by fragmentation with a move worth its cost")
 
 
+def _harness(module: str) -> Any:
+    """A module of the fake cluster, which is not part of the product: a :class:`ConfigError`
+    saying how to install it when it is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"gpudefrag_fakecluster.{module}")
+    except ModuleNotFoundError as e:
+        if e.name != "gpudefrag_fakecluster":
+            raise
+        raise ConfigError(
+            "k8s-demo and k8s-bench run against the fake cluster, which is not part of gpudefrag: "
+            "install it with `pip install -e ./fakecluster` from the source tree"
+        ) from None
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     import json
 
-    from gpudefrag.k8s.demo import run_k8s, run_sim
-    from gpudefrag.k8s.workload_items import suite1b_items
+    demo = _harness("demo")
+    suite1b_items = _harness("workload_items").suite1b_items
+    run_k8s, run_sim = demo.run_k8s, demo.run_sim
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
     workload = suite1b_items(args.load, args.seed, args.hours, args.nodes)
@@ -203,7 +220,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_k8s_bench(args: argparse.Namespace) -> int:
-    from gpudefrag.k8s.bench import run_bench
+    run_bench = _harness("bench").run_bench
 
     if args.pods <= args.latency_pods:
         raise ConfigError(f"--latency-pods {args.latency_pods}: must be fewer than --pods ({args.pods})")

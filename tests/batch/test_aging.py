@@ -7,14 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpudefrag.batch.bonuses import MAX_AGE_BONUS_MILLI, age_bonus_milli, whole_gpu_bonus_milli
 from gpudefrag.batch.objective import Objective, evaluate_plan
-from gpudefrag.batch.placer import (
-    MAX_AGE_BONUS_MILLI,
-    BatchPlacer,
-    SolverConfig,
-    age_bonus_milli,
-    whole_gpu_bonus_milli,
-)
+from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodSpec, pod_batch

@@ -13,7 +13,8 @@ from gpudefrag.batch import placer as placer_mod
 from gpudefrag.batch.cpsat import best_single, pattern_value, solve_patterns, weights
 from gpudefrag.batch.objective import Objective, evaluate_plan, node_frag
 from gpudefrag.batch.patterns import NodeView, assign_subset
-from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.pods import PodSpec
 

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from conftest import InMemoryCluster
 from gpudefrag.batch.lifetime import ExpectedRunTimes, NodeLifetimes, busy_until_s
-from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState, Placement

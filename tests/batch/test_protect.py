@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from conftest import timed_workload
 from gpudefrag.batch.objective import evaluate_plan
-from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.protect import protected_nodes
 from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.gpu_models import gpu_model_mask
 from gpudefrag.model.pods import PodSpec

@@ -11,7 +11,8 @@ from conftest import InMemoryCluster
 from gpudefrag.defrag.benefit import node_natural_wait_s, plan_benefit_gpu_s, queue_harm_gpu_s
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod
-from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig
+from gpudefrag.defrag.planner import DefragPlanner
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec

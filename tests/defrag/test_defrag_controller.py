@@ -24,7 +24,7 @@ import pytest
 
 from conftest import place_in_order
 from gpudefrag.defrag.controller import DefragController
-from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.migration import MigrationModel

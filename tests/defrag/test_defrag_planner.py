@@ -10,8 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpudefrag.defrag.benefit import occupy, release
+from gpudefrag.defrag.blocked import blocked_by_fragmentation
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
-from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.defrag.planner import DefragPlanner
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.fit import fits_on_view, place_on_view
 from gpudefrag.model.fit import node_view as _view

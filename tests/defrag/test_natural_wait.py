@@ -10,7 +10,8 @@ from gpudefrag.defrag.benefit import plan_benefit_gpu_s
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.natural_wait import NEVER_S, RunningDraws, mean_wait_beyond_s, stratified_levels
-from gpudefrag.defrag.planner import DefragPlanner, PlannerConfig
+from gpudefrag.defrag.planner import DefragPlanner
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.model.cluster import Placement
 from gpudefrag.model.constants import MAX_PODS_PER_NODE

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudefrag.batch.placer import SolverConfig
-from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.batch.solver_config import SolverConfig
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.experiments.scenario1b import run_scenario
 from gpudefrag.experiments.suite1a import Suite1aConfig, run_variant
 from gpudefrag.experiments.suite1b import Suite1bConfig

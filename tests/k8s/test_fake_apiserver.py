@@ -22,7 +22,7 @@ from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.types import PatchType
 
 from gpudefrag.k8s.client import bind_pod, evict_pod
-from gpudefrag.k8s.fake.apiserver import FakeApiServer, parse_route
+from gpudefrag_fakecluster.apiserver import FakeApiServer, parse_route
 
 PodGroup = create_namespaced_resource("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from k8sobj import node, pod, pod_group
 
-from gpudefrag.k8s.fake.audit import Auditor
-from gpudefrag.k8s.fake.store import ApiError, Store
+from gpudefrag_fakecluster.audit import Auditor
+from gpudefrag_fakecluster.store import ApiError, Store
 
 
 def _strip(obj: dict) -> dict:

@@ -11,8 +11,8 @@ import pytest
 from fakes_helpers import SCALE, wait_for
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.clock import ScaledClock, from_rfc3339, to_rfc3339
-from gpudefrag.k8s.fake.kubelet import (
+from gpudefrag_fakecluster.clock import ScaledClock, from_rfc3339, to_rfc3339
+from gpudefrag_fakecluster.kubelet import (
     LEASE_NAMESPACE,
     FakeKubelet,
     NodeCapacity,
@@ -21,8 +21,8 @@ from gpudefrag.k8s.fake.kubelet import (
     parse_quantity,
     pod_usage,
 )
-from gpudefrag.k8s.fake.store import ApiError, Store
-from gpudefrag.k8s.fake.workloads import WorkItem, make_nodes, pod_manifest
+from gpudefrag_fakecluster.store import ApiError, Store
+from gpudefrag_fakecluster.workloads import WorkItem, make_nodes, pod_manifest
 
 
 @pytest.fixture

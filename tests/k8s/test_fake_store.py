@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpudefrag.k8s.fake.selectors import (
+from gpudefrag_fakecluster.selectors import (
     field_value,
     fields_match,
     label_selector_matches,
@@ -18,7 +18,7 @@ from gpudefrag.k8s.fake.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from gpudefrag.k8s.fake.store import ApiError, Store, merge_patch
+from gpudefrag_fakecluster.store import ApiError, Store, merge_patch
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

@@ -13,10 +13,10 @@ import pytest
 from fakes_helpers import SCALE, wait_for
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.clock import ScaledClock, from_rfc3339
-from gpudefrag.k8s.fake.kubelet import FakeKubelet
-from gpudefrag.k8s.fake.store import ApiError, Store
-from gpudefrag.k8s.fake.workloads import (
+from gpudefrag_fakecluster.clock import ScaledClock, from_rfc3339
+from gpudefrag_fakecluster.kubelet import FakeKubelet
+from gpudefrag_fakecluster.store import ApiError, Store
+from gpudefrag_fakecluster.workloads import (
     RESTARTS,
     JobController,
     Replayer,

@@ -17,9 +17,9 @@ from collections import Counter
 
 import pytest
 
-from gpudefrag.k8s.fake.cluster import FakeCluster
-from gpudefrag.k8s.fake.workloads import WorkItem
-from gpudefrag.k8s.workload_items import LEAF_LABEL, mixed_nodes
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workload_items import LEAF_LABEL, mixed_nodes
+from gpudefrag_fakecluster.workloads import WorkItem
 
 pytestmark = pytest.mark.fake_only  # runs its own fake cluster (store, kubelet, job controller)
 

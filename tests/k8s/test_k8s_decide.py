@@ -120,7 +120,7 @@ def test_solver_settings_reach_the_placer_and_ages_count_from_creation():
     # ago.  Aging 1 milli/s: the pair is worth 2,000 + 3,000 against 2,000 + 10 + 10, so it keeps
     # the node (FGD's queue order); with age_max_gpus=1 it earns no bonus and the two young pods
     # are worth more (worked out as in tests/batch/test_aging.py)
-    from gpudefrag.batch.placer import SolverConfig
+    from gpudefrag.batch.solver_config import SolverConfig
 
     placed = {}
     for most in (0, 1):

@@ -10,8 +10,8 @@ import pytest
 from gpudefrag.k8s import names
 from gpudefrag.k8s.client import client_factory
 from gpudefrag.k8s.defrag import DefragConfig, DefragReconciler
-from gpudefrag.k8s.fake.cluster import FakeCluster
-from gpudefrag.k8s.fake.workloads import WorkItem, make_nodes
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workloads import WorkItem, make_nodes
 
 pytestmark = pytest.mark.fake_only
 

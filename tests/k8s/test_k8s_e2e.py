@@ -11,10 +11,10 @@ import pytest
 from gpudefrag.k8s import names
 from gpudefrag.k8s.client import client_factory
 from gpudefrag.k8s.defrag import DefragConfig, run_controller
-from gpudefrag.k8s.fake.cluster import FakeCluster
-from gpudefrag.k8s.fake.workloads import WorkItem, pod_manifest
 from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
-from gpudefrag.k8s.workload_items import LEAF_LABEL, mixed_items, mixed_nodes
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workload_items import LEAF_LABEL, mixed_items, mixed_nodes
+from gpudefrag_fakecluster.workloads import WorkItem, pod_manifest
 
 pytestmark = pytest.mark.fake_only  # runs its own fake cluster (store, kubelet, job controller)
 

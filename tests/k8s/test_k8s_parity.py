@@ -12,13 +12,13 @@ import pytest
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.client import client_factory
-from gpudefrag.k8s.fake.cluster import FakeCluster
-from gpudefrag.k8s.fake.workloads import WorkItem, node_manifest, pod_manifest
 from gpudefrag.k8s.policy import DecisionCore
 from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
 from gpudefrag.model.pods import PodSpec, pod_batch
 from gpudefrag.policies.fgd import FgdPolicy
 from gpudefrag.sim.arrival import run_arrivals
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workloads import WorkItem, node_manifest, pod_manifest
 
 pytestmark = pytest.mark.fake_only  # runs its own fake cluster (store, kubelet, job controller)
 

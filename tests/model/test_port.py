@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from conftest import InMemoryCluster
-from gpudefrag.batch.placer import BatchPlacer, SolverConfig
+from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.scheduler import BatchScheduler
+from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.controller import DefragController
-from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.migration import MigrationModel

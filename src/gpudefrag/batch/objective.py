@@ -1,7 +1,7 @@
 """The batch objective and its exact evaluation on a state.
 
 Lexicographic, best first: (1) placed GPU milli plus the placed pods' age bonuses (0 unless
-the placer weighs waits: :func:`gpudefrag.batch.placer.age_bonus_milli`), maximised; (2) placed
+the placer weighs waits: :func:`gpudefrag.batch.bonuses.age_bonus_milli`), maximised; (2) placed
 pods, maximised (so CPU-only pods are not dropped for free); (3) total fragmentation of the
 touched nodes after placement, minimised (FGD's F against the typical pods, milli-GPU).
 

@@ -30,7 +30,7 @@ class Pattern:
     frag_after_milli: float
     frag_before_milli: float
     age_milli: int = 0
-    """The members' age bonuses (:func:`gpudefrag.batch.placer.age_bonus_milli`), summed."""
+    """The members' age bonuses (:func:`gpudefrag.batch.bonuses.age_bonus_milli`), summed."""
 
     @property
     def frag_delta_milli(self) -> float:

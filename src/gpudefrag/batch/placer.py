@@ -34,68 +34,21 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from gpudefrag.batch.bonuses import age_bonus_milli, whole_gpu_bonus_milli
 from gpudefrag.batch.cpsat import SolveOutcome, best_single, solve_patterns
 from gpudefrag.batch.lifetime import NodeLifetimes
-from gpudefrag.batch.objective import Objective, PlanError, evaluate_plan, node_frag
+from gpudefrag.batch.objective import PlanError, node_frag
 from gpudefrag.batch.patterns import Pattern, enumerate_patterns
 from gpudefrag.batch.protect import protected_nodes
+from gpudefrag.batch.referee import referee
 from gpudefrag.batch.solver_config import SolverConfig
+from gpudefrag.batch.stats import BatchResult, BatchStats
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import node_view
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.policies.fgd import FgdPolicy
-
-MAX_AGE_BONUS_MILLI = 100_000
-"""Cap of one pod's age bonus (100 GPUs' worth): keeps the CP-SAT objective far inside the
-range its double-precision objective value represents exactly."""
-
-
-def age_bonus_milli(waited_s: float, weight_milli_per_s: float) -> int:
-    """A pod's age bonus: ``floor(weight * waited_s)`` milli-GPU, at least 0 and at most
-    :data:`MAX_AGE_BONUS_MILLI` (an integer, so the objective stays exact)."""
-    return int(min(max(math.floor(weight_milli_per_s * waited_s), 0), MAX_AGE_BONUS_MILLI))
-
-
-def whole_gpu_bonus_milli(pod: PodSpec, above_milli: int) -> int:
-    """What a sharing pod asking more than ``above_milli`` (> 0) milli-GPU lacks of a whole GPU:
-    ``1000 - gpu_milli``, so that with it the pod counts as 1,000 milli; 0 for every other pod
-    (and for every pod when ``above_milli`` is 0)."""
-    if above_milli <= 0 or not pod.is_sharing or pod.gpu_milli <= above_milli:
-        return 0
-    return GPU_MILLI_PER_GPU - pod.gpu_milli
-
-
-@dataclass(frozen=True)
-class BatchStats:
-    """One batch's solver statistics (for the per-batch trace)."""
-
-    size: int
-    patterns: int
-    variables: int
-    constraints: int
-    status: str
-    source: str
-    fallback: str
-    solver_objective: int | None
-    hint_objective: int
-    fgd_gpu_milli: int
-    chosen_gpu_milli: int
-    fgd_frag_milli: float
-    chosen_frag_milli: float
-    solve_wall_s: float
-    deterministic_s: float
-    total_wall_s: float
-    wall_limited: bool
-
-
-@dataclass
-class BatchResult:
-    """The placements to bind (in batch order) and the statistics of the decision."""
-
-    placements: list[Placement | None]
-    stats: BatchStats
 
 
 @dataclass
@@ -333,7 +286,9 @@ class BatchPlacer:
         if not patterns:  # no pod fits any node: nothing to decide
             return self._fgd_only(hint, fgd_list, len(pods), started)
         outcome, solver_plan, fallback = self._solve(patterns, hint_idx, pods)
-        chosen_plan, chosen_obj, fgd_obj, verdict = self._referee(state, hint, solver_plan, protected, age)
+        chosen_plan, chosen_obj, fgd_obj, verdict = referee(
+            state, self.typical, self.config.protect_penalty_milli, hint, solver_plan, protected, age
+        )
         fallback = fallback or verdict
         if fallback:
             self.fallbacks[fallback] += 1
@@ -390,42 +345,6 @@ class BatchPlacer:
             return outcome, self._decode(patterns, outcome.chosen, pods), ""
         except PlanError:
             return outcome, None, "invalid"
-
-    def _referee(
-        self,
-        state: ClusterState,
-        hint: list[Placement | None],
-        solver_plan: list[Placement | None] | None,
-        protected: frozenset[int] = frozenset(),
-        age_milli: Sequence[int] = (),
-    ) -> tuple[list[Placement | None], Objective, Objective, str]:
-        """Replay both plans; (chosen plan, its objective, FGD's objective, verdict).
-
-        The solver's plan is kept only if valid and strictly better, on the union of touched nodes;
-        both plans count the bonuses ``age_milli`` of the pods they place (:meth:`pod_bonuses`).
-        """
-        penalty = self.config.protect_penalty_milli
-
-        def age_of(plan: list[Placement | None]) -> int:
-            return sum(age_milli[i] for i, p in enumerate(plan) if p is not None) if age_milli else 0
-
-        fgd_list = [p for p in hint if p is not None]
-        fgd_age = age_of(hint)
-        fgd_obj = evaluate_plan(state, fgd_list, self.typical, None, protected, penalty, fgd_age)
-        if solver_plan is None:
-            return hint, fgd_obj, fgd_obj, ""
-        solver_list = [p for p in solver_plan if p is not None]
-        union = {p.node for p in fgd_list} | {p.node for p in solver_list}
-        try:
-            solver_obj = evaluate_plan(
-                state, solver_list, self.typical, union, protected, penalty, age_of(solver_plan)
-            )
-        except PlanError:
-            return hint, fgd_obj, fgd_obj, "invalid"
-        fgd_obj = evaluate_plan(state, fgd_list, self.typical, union, protected, penalty, fgd_age)
-        if solver_obj.better_than(fgd_obj):
-            return solver_plan, solver_obj, fgd_obj, ""
-        return hint, fgd_obj, fgd_obj, "not_better"
 
     def _fgd_only(
         self, hint: list[Placement | None], fgd_list: list[Placement], size: int, started: float

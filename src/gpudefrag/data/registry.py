@@ -25,8 +25,25 @@ e.g. ``openb/openb_pod_list_default.csv``). An unknown name raises
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gpudefrag.data.entries import (
+    ADAPTDL_COMMIT,
+    ALIBABA_CLUSTERDATA_COMMIT,
+    ELASTICFLOW_TRACES_COMMIT,
+    GROUPS,
+    ITP_ARCHIVE_URL,
+    LICENCE_DERIVED_SIM,
+    LICENCE_GO,
+    LICENCE_ITP,
+    LICENCE_OPENB_UNSTATED,
+    LICENCE_PHILLY,
+    OPENB_URL,
+    PHILLY_URL,
+    SIMULATOR_COMMIT,
+    DatasetEntry,
+    itp_cluster_entry,
+    openb_entry,
+    published_entry,
+)
 from gpudefrag.errors import ConfigError
 
 __all__ = [
@@ -42,242 +59,136 @@ __all__ = [
     "select",
 ]
 
-ALIBABA_CLUSTERDATA_COMMIT = "7a6c496e4f4b6ce6150be8f881cb051bf2abff42"
-SIMULATOR_COMMIT = "8f3d6417353c5083c6d56617f255fadd8dc306bc"
-ELASTICFLOW_TRACES_COMMIT = "277ed24d0e908c31a1c98145819e2e3853d8ac00"
-ADAPTDL_COMMIT = "c793c7089bd307462686339d29707925c461f9a9"  # branch osdi21-artifact
-
-_OPENB_URL = (
-    "https://raw.githubusercontent.com/alibaba/clusterdata/"
-    f"{ALIBABA_CLUSTERDATA_COMMIT}/cluster-trace-gpu-v2023/"
-)
-_SIM_RESULTS_URL = (
-    "https://raw.githubusercontent.com/hkust-adsl/kubernetes-scheduler-simulator/"
-    f"{SIMULATOR_COMMIT}/experiments/analysis/expected_results/"
-)
-_ITP_ARCHIVE_URL = (
-    "https://raw.githubusercontent.com/microsoft/elasticflow-traces/"
-    f"{ELASTICFLOW_TRACES_COMMIT}/data/raw-traces.tar.gz"
-)
-_PHILLY_URL = f"https://raw.githubusercontent.com/petuum/adaptdl/{ADAPTDL_COMMIT}/simulator/traces/philly.csv"
-
-GROUPS = ("openb", "fgd-published", "go-math-rand", "microsoft-itp-elasticflow", "philly-pollux")
-
-LICENCE_OPENB_SIM = "Apache-2.0 (simulator copy); unstated in alibaba/clusterdata"
-LICENCE_OPENB_UNSTATED = "unstated (alibaba/clusterdata only; cite ATC '23)"
-LICENCE_SIM = "Apache-2.0"
-LICENCE_DERIVED_SIM = "derived from Apache-2.0 data"
-LICENCE_GO = "BSD-3-Clause (Go)"
-LICENCE_ITP = "MIT"
-LICENCE_PHILLY = "CC-BY-4.0 (Philly data: attribute Microsoft / ATC '19)"
-
-
-@dataclass(frozen=True)
-class DatasetEntry:
-    """One registered file.
-
-    ``name`` is the lookup key (the file stem), ``relpath`` the POSIX path inside the mirror,
-    ``url`` the pinned upstream URL or ``None`` (mirror only), ``sha256``/``size`` the expected
-    content, ``licence`` a short licence string and ``note`` provenance details.
-
-    A file that upstream ships only inside an archive has ``url=None``, ``archive`` set to the
-    name of the registered archive entry and ``member`` to its path inside that archive.
-    """
-
-    name: str
-    group: str
-    relpath: str
-    url: str | None
-    sha256: str
-    size: int
-    licence: str
-    note: str = ""
-    archive: str | None = None
-    member: str | None = None
-
-
-def _openb(
-    file: str, size: int, sha256: str, licence: str = LICENCE_OPENB_SIM, note: str = ""
-) -> DatasetEntry:
-    stem = file.rsplit(".", 1)[0]
-    return DatasetEntry(
-        name=stem,
-        group="openb",
-        relpath=f"openb/{file}",
-        url=_OPENB_URL + "csv/" + file,
-        sha256=sha256,
-        size=size,
-        licence=licence,
-        note=note
-        or (
-            "alibaba/clusterdata cluster-trace-gpu-v2023/csv; byte-identical to "
-            "hkust-adsl/kubernetes-scheduler-simulator data/csv (Apache-2.0)"
-        ),
-    )
-
-
-def _itp_cluster(number: int, size: int, sha256: str) -> DatasetEntry:
-    file = f"cluster{number:02d}.csv"
-    return DatasetEntry(
-        name=f"itp_cluster{number:02d}",
-        group="microsoft-itp-elasticflow",
-        relpath=f"microsoft-itp-elasticflow/raw-traces/{file}",
-        url=None,
-        sha256=sha256,
-        size=size,
-        licence=LICENCE_ITP,
-        note=(
-            f"microsoft/elasticflow-traces data/raw-traces.tar.gz member {file}; upstream has no "
-            "plain copy, so it is extracted from the registered archive itp_raw_traces"
-        ),
-        archive="itp_raw_traces",
-        member=file,
-    )
-
-
-def _published(file: str, size: int, sha256: str) -> DatasetEntry:
-    return DatasetEntry(
-        name=file.rsplit(".", 1)[0],
-        group="fgd-published",
-        relpath=f"fgd-published/{file}",
-        url=_SIM_RESULTS_URL + file,
-        sha256=sha256,
-        size=size,
-        licence=LICENCE_SIM,
-        note="hkust-adsl/kubernetes-scheduler-simulator experiments/analysis/expected_results",
-    )
-
-
 DATASETS: tuple[DatasetEntry, ...] = (
     # --- openb: alibaba/clusterdata @ 7a6c496e, cluster-trace-gpu-v2023/csv/ -----------------
-    _openb(
+    openb_entry(
         "openb_node_list_all_node.csv",
         52287,
         "5a85c2af79c66a1efff8bbcbda430400aae56d8431370d738480967e1a9c6b15",
     ),
-    _openb(
+    openb_entry(
         "openb_node_list_gpu_node.csv",
         42353,
         "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu0.csv",
         499765,
         "1bc3fd9ee5c1468ccd018f624d9222746e08d59f963f66b925804734271c0eaa",
         licence=LICENCE_OPENB_UNSTATED,
         note="alibaba/clusterdata cluster-trace-gpu-v2023/csv only (absent from the simulator repo)",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu037.csv",
         518687,
         "8ed554026d041b15ff21ddc104d9a21dbd9a93c496262fa23ef7b5be27e220dc",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu050.csv",
         525811,
         "747f43247bffc2b0bb081d7f61f0705ca8d390dafc0b647e642c92f3baf3ba1e",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu072.csv",
         537576,
         "f8a2b031461b54d7b9f06d55473c2371eb3357b78a255c646bdca5e0833a8a2f",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu100.csv",
         554709,
         "bec1c33fbdde61fd463877534ec79b393aec73e1cbb22d55fab9f166ac480982",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu200.csv",
         622703,
         "b7e9d8a1a601da84d6e0b4110b19ef5001be5e4796d33e7b82f166ba95161f87",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu235.csv",
         651171,
         "87bebd4d012faa8305ce1fd82737f51cf03361aac28b75d42e34aa656d7f4ee0",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu250.csv",
         663708,
         "134c21ff96d57533df8a37b67632972884fec9396e77cd0898ddc370cc8e607d",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_cpu300.csv",
         710698,
         "76528825f40ee662cb098b3b6e683c1efd9f87a0c8af7e628df1f32c639636d1",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_default.csv",
         575468,
         "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpushare100.csv",
         561220,
         "12dbc07d6a49bf8641e2275a2ff5bf7be74b5df7d148d531e135b140b95f9a3d",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpushare20.csv",
         574603,
         "9be2d0efb52e242c32e23dd184cc5fcc1983478c6c9c02cbb6b4b62925c0ffcd",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpushare40.csv",
         572662,
         "d83ce79a4eb6987524bedbb0c65e41aed3a36bf6c1b78b86234c3687a07e1d40",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpushare60.csv",
         566361,
         "d31809628128a1f24491086eda4af3e23882b9213d3ef57a56ee2d1af69492fe",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpushare80.csv",
         563740,
         "88b6649369ced40d0fde287d2498ea61ff4b05fccba8bdc95daf6042f2f8431e",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpuspec05.csv",
         577176,
         "8f1c0ef7e4e511e982bd2818898ba22ee6d273bf5fce124b7ace285b5928cf4e",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpuspec10.csv",
         579461,
         "2dc7e4cb9480484f08539720b433a9ec9ab5d76b396f3f7557c53a2ff78a7611",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpuspec20.csv",
         582612,
         "6b9b89ab8913c1c074e994e98f548cf1a872fc5f76f2442ca8cd514a478b00a9",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpuspec25.csv",
         584915,
         "9d030679a2ccd7e27a7ec9ff15baff34480d22a0012515691fc187e3f35ee68c",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_gpuspec33.csv",
         587467,
         "eca4f746db1e5b25864ad021b55ece3943e101a3ebd4574d09dcb95c46117652",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_multigpu20.csv",
         271530,
         "d9ec6f6c74fb980cc0b81239470c6353fceea077ea9abd610003b604c7cc2b01",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_multigpu30.csv",
         277920,
         "a5e479c6444b1d83eef848159cf00c3cfa13441b2d1e2c113c391b91f1cc5b11",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_multigpu40.csv",
         286202,
         "32c9e8731ca07ef96108aa65f2a289bb9aacb47f642ed9e3789f99b242df60eb",
     ),
-    _openb(
+    openb_entry(
         "openb_pod_list_multigpu50.csv",
         297219,
         "206f2f5959db30ecb7c44e7f13197c8ec50b7a35558ad3777cc3662ef0fe5373",
@@ -286,24 +197,24 @@ DATASETS: tuple[DatasetEntry, ...] = (
         name="openb_readme",
         group="openb",
         relpath="openb/README-upstream.md",
-        url=_OPENB_URL + "README.md",
+        url=OPENB_URL + "README.md",
         size=5237,
         sha256="4445ce29c045d3281f857f25c392b78880658978ea4fc420ec3f5b4bf621bc80",
         licence=LICENCE_OPENB_UNSTATED,
         note="alibaba/clusterdata cluster-trace-gpu-v2023/README.md, renamed in the mirror",
     ),
     # --- fgd-published: hkust-adsl/kubernetes-scheduler-simulator @ 8f3d6417 -------------------
-    _published(
+    published_entry(
         "analysis_allo_discrete.csv",
         823208,
         "e00aff5923a52d53e47c16ec9d19190de4e788c15334865a77bd46e1bd006ea1",
     ),
-    _published(
+    published_entry(
         "analysis_frag_discrete.csv",
         787709,
         "0d9181864ef9adb2169f232124c6af767579fe2a3c08f940419b4989420c8ce2",
     ),
-    _published(
+    published_entry(
         "analysis_frag_ratio_discrete.csv",
         2361283,
         "78f55e6324b532c6af8d69da8e312d8cbe6f953719ccfa3f51e5a392b6b1d860",
@@ -340,28 +251,28 @@ DATASETS: tuple[DatasetEntry, ...] = (
         name="itp_raw_traces",
         group="microsoft-itp-elasticflow",
         relpath="microsoft-itp-elasticflow/raw-traces.tar.gz",
-        url=_ITP_ARCHIVE_URL,
+        url=ITP_ARCHIVE_URL,
         size=1943846,
         sha256="67398e1a89245c50ae0881bf997e6cda0c95f9f47980af5bc56d67998965669f",
         licence=LICENCE_ITP,
         note="microsoft/elasticflow-traces data/raw-traces.tar.gz (the ten ITP cluster CSVs + LICENSE)",
     ),
-    _itp_cluster(1, 83726, "27d707f576fce5637f9efec43f610da3d335f36e3c6fd4ded2f5bccfce05974a"),
-    _itp_cluster(2, 301866, "7a5849e73aff9f9bc33f87c9bacadf8aab2f3a9e7bc5d70956f5cbf40126526c"),
-    _itp_cluster(3, 158198, "282d765c5289ab0ba870f494dd2c67893f9d16d726fdc8a51f13b7412515dbf8"),
-    _itp_cluster(4, 825103, "247850e4265f35749e98d15e82a67765301e81272334265f1fe60d65787892a9"),
-    _itp_cluster(5, 189032, "1553359ddd673a0ffc531ca10e73ba729dbacbce905ce878dbb8499d2dbed0fb"),
-    _itp_cluster(6, 125228, "52c0d9247d1de9b19a8bdafc25137daf6fa04f274ad3a2eb6dac51226ac2362e"),
-    _itp_cluster(7, 662831, "d4f46f32e2965c2265b2675c070565a86e40bff45733c828c5767bc0b8c1b318"),
-    _itp_cluster(8, 682210, "d60c20d0cd05ddf49fddffabbc784ba6177bbc1a762fc5cf8a0bc9056b084db8"),
-    _itp_cluster(9, 586203, "da4047d6f09cc41709ff85937c82e31f6a6791c896d22e241ae9e1dc7f82bcfd"),
-    _itp_cluster(10, 13689, "139abea485b52090f5950d0f28d82878169df408e36052ec5c7cd04a3f3fcfa7"),
+    itp_cluster_entry(1, 83726, "27d707f576fce5637f9efec43f610da3d335f36e3c6fd4ded2f5bccfce05974a"),
+    itp_cluster_entry(2, 301866, "7a5849e73aff9f9bc33f87c9bacadf8aab2f3a9e7bc5d70956f5cbf40126526c"),
+    itp_cluster_entry(3, 158198, "282d765c5289ab0ba870f494dd2c67893f9d16d726fdc8a51f13b7412515dbf8"),
+    itp_cluster_entry(4, 825103, "247850e4265f35749e98d15e82a67765301e81272334265f1fe60d65787892a9"),
+    itp_cluster_entry(5, 189032, "1553359ddd673a0ffc531ca10e73ba729dbacbce905ce878dbb8499d2dbed0fb"),
+    itp_cluster_entry(6, 125228, "52c0d9247d1de9b19a8bdafc25137daf6fa04f274ad3a2eb6dac51226ac2362e"),
+    itp_cluster_entry(7, 662831, "d4f46f32e2965c2265b2675c070565a86e40bff45733c828c5767bc0b8c1b318"),
+    itp_cluster_entry(8, 682210, "d60c20d0cd05ddf49fddffabbc784ba6177bbc1a762fc5cf8a0bc9056b084db8"),
+    itp_cluster_entry(9, 586203, "da4047d6f09cc41709ff85937c82e31f6a6791c896d22e241ae9e1dc7f82bcfd"),
+    itp_cluster_entry(10, 13689, "139abea485b52090f5950d0f28d82878169df408e36052ec5c7cd04a3f3fcfa7"),
     # --- philly-pollux: petuum/adaptdl (branch osdi21-artifact) @ c793c708 -----------------------
     DatasetEntry(
         name="philly",
         group="philly-pollux",
         relpath="philly-pollux/philly.csv",
-        url=_PHILLY_URL,
+        url=PHILLY_URL,
         size=3444496,
         sha256="ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da",
         licence=LICENCE_PHILLY,

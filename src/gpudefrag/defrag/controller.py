@@ -48,9 +48,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from gpudefrag.defrag.blocked import blocked_by_fragmentation
 from gpudefrag.defrag.cost import MovablePod
 from gpudefrag.defrag.natural_wait import RunningDraws, stratified_levels
-from gpudefrag.defrag.planner import DefragPlanner, PlannedMove, PlannerConfig, blocked_by_fragmentation
+from gpudefrag.defrag.planner import DefragPlanner, PlannedMove
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import Action, ClusterPort, Move, PendingPod, Reserve, RunningPod, RuntimeEstimator

@@ -35,15 +35,14 @@ instead (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`).  X is chosen by the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated
+from dataclasses import dataclass
 
 import numpy as np
-from annotated_types import Interval
 
 from gpudefrag.defrag.benefit import occupy, plan_benefit_gpu_s, queue_harm_gpu_s, release
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.defrag.natural_wait import RunningDraws, mean_wait_beyond_s
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import (
@@ -54,32 +53,10 @@ from gpudefrag.model.fit import (
     node_view,
     place_on_view,
 )
-from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.pods import PodSpec
 
 Destinations = list[tuple[int, tuple[int, ...]]]
 """Where each moved pod goes: (node, GPUs), aligned with the moved pods."""
-
-
-@dataclass(frozen=True)
-class PlannerConfig:
-    max_moves: Annotated[int, Interval(ge=1, le=64)] = 4
-    migration: MigrationModel = field(default_factory=MigrationModel)
-    """Grace and restart times: a move costs ``restart_s``; the room is ready after the grace."""
-    margin: Annotated[float, Interval(gt=-1, le=1000)] = 0.5
-    destination_search_limit: Annotated[int, Interval(ge=1, le=10_000_000)] = 2_000
-    """Nodes visited by one destination search before it gives up (counts as "no destination")."""
-    harm_weight: Annotated[float, Interval(ge=0, le=1000)] = 0.0
-    """Weight of the queue harm (:func:`gpudefrag.defrag.benefit.queue_harm_gpu_s`) added to a
-    plan's cost when choosing the node and applying hysteresis; 0 ignores it."""
-    wait_draws: Annotated[int, Interval(ge=0, le=4096)] = 0
-    """Joint draws of the running pods' remaining run times over which the natural wait is
-    averaged (:mod:`gpudefrag.defrag.natural_wait`); 0 uses each pod's expected remaining run
-    time instead (:func:`gpudefrag.defrag.benefit.plan_benefit_gpu_s`)."""
-
-    def __post_init__(self) -> None:
-        if self.wait_draws < 0:
-            raise ValueError(f"wait_draws must be at least 0, got {self.wait_draws}")
 
 
 @dataclass(frozen=True)
@@ -110,35 +87,6 @@ class DefragPlan:
     cost_gpu_s: float
     benefit_gpu_s: float
     harm_gpu_s: float = 0.0
-
-
-def blocked_by_fragmentation(
-    state: ClusterState, pod: PodSpec, excluded: frozenset[int] = frozenset()
-) -> bool:
-    """No node can host ``pod`` although the free resources of the nodes it may use (all but
-    ``excluded``) cover it in total."""
-    if not excluded:
-        if fits_now_mask(state, pod).any():
-            return False
-        if state.cpu_milli_left.sum() < pod.cpu_milli or state.memory_mib_left.sum() < pod.memory_mib:
-            return False
-        if pod.gpu_milli <= 0:
-            return True
-        accepted = (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
-        return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
-    allowed = np.ones(state.num_nodes, dtype=bool)
-    allowed[np.fromiter(excluded, dtype=np.int64, count=len(excluded))] = False
-    if (fits_now_mask(state, pod) & allowed).any():
-        return False
-    if (
-        state.cpu_milli_left[allowed].sum() < pod.cpu_milli
-        or state.memory_mib_left[allowed].sum() < pod.memory_mib
-    ):
-        return False
-    if pod.gpu_milli <= 0:
-        return True
-    accepted = allowed & (((pod.gpu_model_mask >> state.model_id) & 1) == 1) & (state.gpu_count > 0)
-    return int(state.gpu_milli_left[accepted].sum()) >= pod.total_gpu_milli
 
 
 class DefragPlanner:

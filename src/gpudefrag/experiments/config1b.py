@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from annotated_types import Interval
 
 from gpudefrag.batch.solver_config import SolverConfig
-from gpudefrag.defrag.planner import PlannerConfig
+from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel

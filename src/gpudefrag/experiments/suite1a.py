@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from gpudefrag.batch.placer import BatchPlacer, BatchStats
+from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.solver_config import SolverConfig
+from gpudefrag.batch.stats import BatchStats
 from gpudefrag.experiments.discretize import discretize
 from gpudefrag.experiments.environment import record_executor
 from gpudefrag.experiments.executor import RunExecutor

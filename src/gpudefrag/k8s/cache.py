@@ -33,7 +33,8 @@ import numpy as np
 from gpudefrag.k8s import names
 from gpudefrag.k8s.affinity import selects
 from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
-from gpudefrag.k8s.requests import ObjectError, PodRequest, gpu_assignment, pod_request
+from gpudefrag.k8s.records import FINISHED, PodRecord, Reservation, pod_key
+from gpudefrag.k8s.requests import ObjectError, gpu_assignment, pod_request
 from gpudefrag.k8s.snapshot import lowest_free_gpus
 from gpudefrag.k8s.taints import tolerates_all
 from gpudefrag.k8s.timefmt import from_rfc3339
@@ -41,47 +42,6 @@ from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
 from gpudefrag.model.pods import PodSpec
 
 log = logging.getLogger("gpudefrag.k8s")
-
-FINISHED = ("Succeeded", "Failed")
-
-
-@dataclass
-class PodRecord:
-    """What the cache knows of one pod (keyed by UID)."""
-
-    uid: str
-    key: str
-    pod_id: int
-    obj: dict
-    request: PodRequest | None
-    error: str | None
-    node: str | None
-    phase: str
-    deleting: bool
-    gated: bool
-    ours: bool
-    placement: Placement | None = None
-    counted_on: str | None = None
-    assumed: bool = False
-
-    @property
-    def pod_group(self) -> str | None:
-        return self.request.pod_group if self.request is not None else None
-
-
-@dataclass
-class Reservation:
-    """A node held by the defragmentation controller for one pending pod (node annotations)."""
-
-    node: str
-    pod_key: str
-    until_s: float
-    plan: str = ""
-
-
-def _pod_key(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
 @dataclass
@@ -220,7 +180,7 @@ class ClusterCache:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         rec.uid = meta.get("uid", "")
-        rec.key = _pod_key(obj)
+        rec.key = pod_key(obj)
         rec.obj = obj
         rec.node = spec.get("nodeName") or None
         rec.phase = (obj.get("status") or {}).get("phase", "Pending")
@@ -418,7 +378,7 @@ class ClusterCache:
         ]
 
     def apply_pod_group(self, event: str, obj: dict) -> None:
-        key = _pod_key(obj)
+        key = pod_key(obj)
         if event == "DELETED":
             self.pod_groups.pop(key, None)
             return

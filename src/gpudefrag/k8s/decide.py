@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.gangplace import place_gang
+from gpudefrag.k8s.records import PodRecord
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import PendingPod, RunningPod, Scheduler

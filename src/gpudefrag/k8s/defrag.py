@@ -46,10 +46,11 @@ from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.cost import MovablePod, move_cost_gpu_s
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.k8s import names
-from gpudefrag.k8s.cache import ClusterCache, Reservation
+from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.client import evict_pod
 from gpudefrag.k8s.defrag_config import DefragConfig
 from gpudefrag.k8s.port import CachePort, may_disrupt, running_pod
+from gpudefrag.k8s.records import Reservation
 from gpudefrag.k8s.timefmt import from_rfc3339, to_rfc3339
 from gpudefrag.k8s.transport import CALL_ERRORS
 from gpudefrag.model.migration import MigrationModel

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gpudefrag.defrag.planner import blocked_by_fragmentation
-from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.defrag.blocked import blocked_by_fragmentation
+from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.checkpoints import CheckpointState, checkpoint_state, never_moved_reason
+from gpudefrag.k8s.records import PodRecord
 from gpudefrag.k8s.requests import ObjectError
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.port import PendingPod, RunningPod

@@ -40,13 +40,14 @@ from lightkube.resources.core_v1 import Event, Node, Pod
 
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.k8s import names
-from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.k8s.cache import ClusterCache
 from gpudefrag.k8s.checkpoints import has_controller_owner
 from gpudefrag.k8s.client import bind_pod
 from gpudefrag.k8s.decide import decide_cycle
 from gpudefrag.k8s.informer import Informer
 from gpudefrag.k8s.leader import LeaderElector
 from gpudefrag.k8s.policy import DecisionCore
+from gpudefrag.k8s.records import PodRecord
 from gpudefrag.k8s.requests import gpu_index_value
 from gpudefrag.k8s.timefmt import to_rfc3339
 from gpudefrag.k8s.transport import CALL_ERRORS, TRANSPORT_ERRORS

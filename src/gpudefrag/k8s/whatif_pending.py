@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from gpudefrag.defrag.planner import blocked_by_fragmentation
+from gpudefrag.defrag.blocked import blocked_by_fragmentation
 from gpudefrag.k8s.affinity import selects
-from gpudefrag.k8s.cache import ClusterCache, PodRecord
+from gpudefrag.k8s.cache import ClusterCache
+from gpudefrag.k8s.records import PodRecord
 from gpudefrag.k8s.taints import tolerates_all
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.fit import fits_empty_mask, fits_now_mask

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpudefrag.batch.placer import BatchPlacer, BatchStats
+from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.stats import BatchStats
 from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodBatch

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.k8s.fake.cluster import FakeCluster
-from gpudefrag.k8s.fake.workloads import make_nodes
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workloads import make_nodes
 
 SHAPES = ((1, 0), (0, 250), (0, 500), (0, 250), (1, 0))
 """(whole GPUs, GPU milli of a shared GPU) of the benchmark pods, in rotation: 0.6 GPU on average."""

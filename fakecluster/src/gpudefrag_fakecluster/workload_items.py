@@ -1,4 +1,4 @@
-"""Workloads for the fake cluster, as :class:`~gpudefrag.k8s.fake.workloads.WorkItem` lists.
+"""Workloads for the fake cluster, as :class:`~gpudefrag_fakecluster.workloads.WorkItem` lists.
 
 * :func:`suite1b_items`: one scenario of suite 1b (openb nodes and resampled openb pods with
   run times and checkpoints), the same pods, arrival times and nodes the simulator replays.
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gpudefrag.k8s.fake.workloads import WorkItem, node_manifest
 from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS
+from gpudefrag_fakecluster.workloads import WorkItem, node_manifest
 
 LEAF_LABEL = "gpudefrag.io/leaf"
 

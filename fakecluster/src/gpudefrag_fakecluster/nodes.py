@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.store import Store
+from gpudefrag_fakecluster.store import Store
 
 
 def node_manifest(

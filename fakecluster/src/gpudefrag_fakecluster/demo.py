@@ -2,7 +2,7 @@
 scheduled by the Kubernetes scheduler and defragmented by the controller, with the figures of
 the simulator beside it for the same workload.
 
-The fake cluster (:class:`~gpudefrag.k8s.fake.cluster.FakeCluster`) runs on a clock ``scale``
+The fake cluster (:class:`~gpudefrag_fakecluster.cluster.FakeCluster`) runs on a clock ``scale``
 times faster than the wall clock; the scheduler and the controller run in threads of this
 process on the same clock.  Allocation is the time average of GPUs held by bound pods over the
 scenario's measured window (after its warm-up), from the API server's own writes; waits run
@@ -18,10 +18,10 @@ from typing import Any
 
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.k8s.defrag import DefragConfig, DefragReconciler, run_controller
-from gpudefrag.k8s.fake.audit import AuditReport
-from gpudefrag.k8s.fake.cluster import FakeCluster
 from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
-from gpudefrag.k8s.workload_items import ReplayWorkload, wait_percentiles_s
+from gpudefrag_fakecluster.audit import AuditReport
+from gpudefrag_fakecluster.cluster import FakeCluster
+from gpudefrag_fakecluster.workload_items import ReplayWorkload, wait_percentiles_s
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The fake API server over HTTP: the real paths, verbs, status codes and watch streams for the
-subset of Kubernetes the driver uses, on a :class:`~gpudefrag.k8s.fake.store.Store`.
+subset of Kubernetes the driver uses, on a :class:`~gpudefrag_fakecluster.store.Store`.
 
-Run ``python -m gpudefrag.k8s.fake.apiserver [--port N] [--kubeconfig PATH]`` for a foreground
+Run ``python -m gpudefrag_fakecluster.apiserver [--port N] [--kubeconfig PATH]`` for a foreground
 server (it prints its URL); tests use :class:`FakeApiServer` (``start()``/``stop()`` or ``with``).
 
 Responses carry ``Content-Length`` (keep-alive); a watch (``?watch=true``) is a chunked stream
@@ -28,9 +28,9 @@ from urllib.parse import parse_qs
 import msgspec
 import yaml
 
-from gpudefrag.k8s.fake.api import KINDS, STATUS_SUBRESOURCE_KINDS, ApiError
-from gpudefrag.k8s.fake.store import Store
-from gpudefrag.k8s.fake.watch import Watch
+from gpudefrag_fakecluster.api import KINDS, STATUS_SUBRESOURCE_KINDS, ApiError
+from gpudefrag_fakecluster.store import Store
+from gpudefrag_fakecluster.watch import Watch
 
 MERGE_PATCH_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.0-gpudefrag-fake", "platform": "linux/amd64"}
@@ -412,7 +412,7 @@ class FakeApiServer:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve in the foreground until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m gpudefrag.k8s.fake.apiserver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gpudefrag_fakecluster.apiserver", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for the server here")

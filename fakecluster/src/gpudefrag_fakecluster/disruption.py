@@ -7,8 +7,8 @@ import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from gpudefrag.k8s.fake.api import TERMINATED_PHASES, ApiError
-from gpudefrag.k8s.fake.selectors import label_selector_matches
+from gpudefrag_fakecluster.api import TERMINATED_PHASES, ApiError
+from gpudefrag_fakecluster.selectors import label_selector_matches
 
 
 class Budget(NamedTuple):

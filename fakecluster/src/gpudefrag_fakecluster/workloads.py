@@ -1,7 +1,7 @@
 """Workloads on the fake cluster: work items, their manifests, the Job controller that keeps
 their pods alive (restarting from checkpoints) and a replayer that submits them on the scaled
 clock.  The fake GPU nodes (:func:`make_nodes`, :func:`node_manifest`) live in
-:mod:`gpudefrag.k8s.fake.nodes` and are re-exported here.
+:mod:`gpudefrag_fakecluster.nodes` and are re-exported here.
 
 The fake server does not serve Jobs: :class:`JobController` plays the Job controller.  Its pods
 carry an owner reference to a (non-existent) ``batch/v1`` Job whose UID is derived from the
@@ -23,11 +23,11 @@ from typing import Any
 from tqdm import tqdm
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.api import ApiError
-from gpudefrag.k8s.fake.background import Loop
-from gpudefrag.k8s.fake.clock import ScaledClock
-from gpudefrag.k8s.fake.nodes import make_nodes, node_manifest
-from gpudefrag.k8s.fake.store import Store
+from gpudefrag_fakecluster.api import ApiError
+from gpudefrag_fakecluster.background import Loop
+from gpudefrag_fakecluster.clock import ScaledClock
+from gpudefrag_fakecluster.nodes import make_nodes, node_manifest
+from gpudefrag_fakecluster.store import Store
 
 __all__ = [
     "RESTARTS",

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec
 
-from gpudefrag.k8s.fake.api import (
+from gpudefrag.k8s.timefmt import to_rfc3339
+from gpudefrag_fakecluster.api import (
     KINDS,
     STATUS_SUBRESOURCE_KINDS,
     TERMINATED_PHASES,
@@ -36,10 +37,9 @@ from gpudefrag.k8s.fake.api import (
     not_found,
     with_meta,
 )
-from gpudefrag.k8s.fake.disruption import budget_of, guarding_budget, refusal
-from gpudefrag.k8s.fake.updates import updated
-from gpudefrag.k8s.fake.watch import Event, Watch, matcher
-from gpudefrag.k8s.timefmt import to_rfc3339
+from gpudefrag_fakecluster.disruption import budget_of, guarding_budget, refusal
+from gpudefrag_fakecluster.updates import updated
+from gpudefrag_fakecluster.watch import Event, Watch, matcher
 
 __all__ = [
     "DEFAULT_GRACE_S",

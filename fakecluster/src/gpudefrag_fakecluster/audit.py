@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.store import Store
 from gpudefrag.k8s.nodes import ModelRegistry, node_info
 from gpudefrag.k8s.requests import ObjectError, gpu_assignment, pod_request
+from gpudefrag_fakecluster.store import Store
 
 RESTARTS = "gpudefrag.io/restarts"
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gpudefrag.k8s.fake.apiserver import FakeApiServer
-from gpudefrag.k8s.fake.audit import Auditor
-from gpudefrag.k8s.fake.clock import ScaledClock
-from gpudefrag.k8s.fake.kubelet import FakeKubelet
-from gpudefrag.k8s.fake.store import Store
-from gpudefrag.k8s.fake.workloads import JobController, Replayer, WorkItem
+from gpudefrag_fakecluster.apiserver import FakeApiServer
+from gpudefrag_fakecluster.audit import Auditor
+from gpudefrag_fakecluster.clock import ScaledClock
+from gpudefrag_fakecluster.kubelet import FakeKubelet
+from gpudefrag_fakecluster.store import Store
+from gpudefrag_fakecluster.workloads import JobController, Replayer, WorkItem
 
 
 class FakeCluster:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudefrag.k8s.fake.api import STATUS_SUBRESOURCE_KINDS, ApiError
+from gpudefrag_fakecluster.api import STATUS_SUBRESOURCE_KINDS, ApiError
 
 _KEPT_METADATA = (
     "uid",

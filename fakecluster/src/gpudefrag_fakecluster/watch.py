@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from gpudefrag.k8s.fake.api import KINDS, ApiError, clone, with_meta
-from gpudefrag.k8s.fake.selectors import (
+from gpudefrag_fakecluster.api import KINDS, ApiError, clone, with_meta
+from gpudefrag_fakecluster.selectors import (
     fields_match,
     labels_match,
     parse_field_selector,

@@ -9,7 +9,7 @@ and a heap of timers on the scaled clock; no per-pod threads.  What it does:
   phases and timers: a deliberately simple model of a lost node).  ``recover_node`` undoes it.
 * **Admission.**  A bound Pending pod is admitted when the node's admitted, non-terminated pods
   plus it fit the node's ``status.allocatable`` (CPU, memory, whole and fractional GPUs, see
-  :func:`~gpudefrag.k8s.fake.usage.overcommit`); else it is marked Failed with reason ``OutOfgpu`` / ``OutOfcpu`` /
+  :func:`~gpudefrag_fakecluster.usage.overcommit`); else it is marked Failed with reason ``OutOfgpu`` / ``OutOfcpu`` /
   ``OutOfmemory`` and recorded in ``rejected``.  An admitted pod turns Running after
   ``start_delay_s`` and Succeeded ``gpudefrag.io/fake-run-s`` simulated seconds after its start
   (absent: it runs until deleted).
@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.fake.api import ApiError
-from gpudefrag.k8s.fake.background import Loop
-from gpudefrag.k8s.fake.clock import ScaledClock
-from gpudefrag.k8s.fake.podstatus import pod_status
-from gpudefrag.k8s.fake.store import Store
-from gpudefrag.k8s.fake.usage import (
+from gpudefrag.k8s.timefmt import from_rfc3339, to_rfc3339
+from gpudefrag_fakecluster.api import ApiError
+from gpudefrag_fakecluster.background import Loop
+from gpudefrag_fakecluster.clock import ScaledClock
+from gpudefrag_fakecluster.podstatus import pod_status
+from gpudefrag_fakecluster.store import Store
+from gpudefrag_fakecluster.usage import (
     NodeCapacity,
     PodUsage,
     node_capacity,
@@ -49,7 +50,6 @@ from gpudefrag.k8s.fake.usage import (
     parse_quantity,
     pod_usage,
 )
-from gpudefrag.k8s.timefmt import from_rfc3339, to_rfc3339
 
 __all__ = [
     "LEASE_NAMESPACE",
