@@ -146,3 +146,30 @@ def test_sim_modules_and_functions_stay_small() -> None:
                 if size > MAX_SIM_FUNCTION_LINES:
                     too_long.append(f"{path.name}:{node.lineno} {node.name}: {size} lines")
     assert not too_long, "\n".join(too_long)
+
+
+def test_the_kubernetes_driver_needs_no_simulator_or_experiment() -> None:
+    """``k8s/`` builds its decisions from profiles, not from a suite's configuration: it imports
+    nothing from ``experiments/`` or ``sim/`` (even under ``if TYPE_CHECKING``)."""
+    graph = import_graph()
+    bad = sorted(
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if m.startswith(f"{PACKAGE}.k8s")
+        for d in deps
+        if d.startswith((f"{PACKAGE}.experiments", f"{PACKAGE}.sim"))
+    )
+    assert not bad, "; ".join(bad)
+
+
+def test_the_product_holds_no_fake_cluster() -> None:
+    """The fake API server, kubelet, job controller and auditor live in ``fakecluster/`` (their
+    own distribution), so the built wheel holds none of them: no module of the package is one,
+    and none imports them (``k8s-demo`` and ``k8s-bench`` load them by name, when installed)."""
+    files = list((SRC / PACKAGE).rglob("*.py"))
+    assert not [p for p in files if "fake" in p.relative_to(SRC / PACKAGE).as_posix()]
+    assert not [
+        p
+        for p in files
+        if "import gpudefrag_fakecluster" in p.read_text() or "from gpudefrag_fakecluster" in p.read_text()
+    ]

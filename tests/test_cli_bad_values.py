@@ -101,6 +101,7 @@ def test_every_option_declares_what_it_takes() -> None:
             "--constraint",
             "--dask",
             "--seeds",
+            "--config",
         }
     ]
     assert not undeclared, "options that check nothing: " + "; ".join(undeclared)

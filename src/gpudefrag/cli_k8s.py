@@ -43,7 +43,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
-    from gpudefrag.cli_k8s_options import solver_config, topology_levels
+    from gpudefrag.cli_k8s_options import placer, solver_config, topology_levels
     from gpudefrag.k8s.scheduler import KubeScheduler, SchedulerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
@@ -51,7 +51,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     factory = client_factory(args.kubeconfig)
     config = SchedulerConfig(
-        policy=args.policy,
+        policy=placer(args),
         identity=_identity(args.identity),
         lease_namespace=args.lease_namespace,
         lease_duration_s=args.lease_duration_s,
@@ -255,7 +255,7 @@ def _lease_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
 
 
 def add_k8s_commands(sub: Any) -> None:
-    from gpudefrag.cli_k8s_options import add_controller_options, add_placement_options
+    from gpudefrag.cli_k8s_options import add_controller_options, add_placement_options, add_profile_option
     from gpudefrag.cli_plan import add_source_options
 
     s = sub.add_parser(
@@ -263,6 +263,7 @@ def add_k8s_commands(sub: Any) -> None:
     )
     s.add_argument("--kubeconfig", type=Path, required=True, help="kubeconfig of the cluster")
     _lease_options(s)
+    add_profile_option(s)
     add_placement_options(s)
     s.add_argument(
         "--gang-timeout-s",
@@ -285,6 +286,7 @@ def add_k8s_commands(sub: Any) -> None:
         default=None,
         help="seconds between reconciles (default 10)",
     )
+    add_profile_option(d)
     add_controller_options(d)
     d.set_defaults(func=cmd_defrag)
     k = sub.add_parser(

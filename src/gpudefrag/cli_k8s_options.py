@@ -21,14 +21,18 @@ from gpudefrag.settings import flag
 if TYPE_CHECKING:
     from gpudefrag.batch.solver_config import SolverConfig
     from gpudefrag.k8s.snapshot import SnapshotObjects
+    from gpudefrag.profiles.schema import Profile
 
 __all__ = [
     "SNAPSHOT_MAX_AGE_S",
     "add_controller_options",
     "add_now_option",
     "add_placement_options",
+    "add_profile_option",
     "controller_settings",
     "placement_core",
+    "placer",
+    "profile",
     "read_snapshot",
     "snapshot_now",
 ]
@@ -38,7 +42,28 @@ SNAPSHOT_MAX_AGE_S = 3600.0
 ``--now`` says when to evaluate it: lost work would be priced over the whole gap."""
 
 POLICIES = (*POLICY_NAMES_CLI, "solver")
+PLANNER = "gpudefrag.defrag.planner_config:PlannerConfig"
+DEFRAGMENT = "gpudefrag.profiles.schema:DefragmentSettings"
+SOLVER = "gpudefrag.batch.solver_config:SolverConfig"
 """The scheduler's policies: a per-pod policy, or ``solver`` (CP-SAT batches warm-started from FGD)."""
+
+
+def add_profile_option(p: argparse.ArgumentParser) -> None:
+    """``--config PROFILE``: the actions and their settings (``scheduler``, ``defrag``, ``plan``)."""
+    p.add_argument(
+        "--config",
+        type=profile_arg,
+        default=None,
+        metavar="PROFILE",
+        help="a profile: a shipped one by name (kubernetes, suite1b) or a TOML/YAML file "
+        "(docs/profiles.md); default kubernetes; the flags below override its settings",
+    )
+
+
+def profile(args: argparse.Namespace) -> Profile:
+    from gpudefrag.profiles.schema import shipped
+
+    return args.config if args.config is not None else shipped("kubernetes")
 
 
 def add_controller_options(p: argparse.ArgumentParser) -> None:
@@ -48,15 +73,15 @@ def add_controller_options(p: argparse.ArgumentParser) -> None:
     d = DefragConfig()
     p.add_argument(
         "--max-moves",
-        type=flag(DefragConfig, "max_moves"),
-        default=d.max_moves,
-        help=f"moves per plan at most (default {d.max_moves})",
+        type=flag(PLANNER, "max_moves"),
+        default=None,
+        help="moves per plan at most (default: the profile's; kubernetes: 8)",
     )
     p.add_argument(
         "--headroom",
-        type=flag(DefragConfig, "headroom_fraction"),
-        default=d.headroom_fraction,
-        help=f"share of the GPUs that must stay free for a 2+ GPU pod's plan (default {d.headroom_fraction})",
+        type=flag(DEFRAGMENT, "headroom_fraction"),
+        default=None,
+        help="share of the GPUs that must stay free for a 2+ GPU pod's plan (default: the profile's; kubernetes: 0.05)",
     )
     p.add_argument(
         "--restart-s",
@@ -73,8 +98,9 @@ def add_controller_options(p: argparse.ArgumentParser) -> None:
 
 
 def controller_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`DefragConfig` fields ``add_controller_options`` set."""
+    """The :class:`DefragConfig` fields the profile and ``add_controller_options`` set."""
     return {
+        "defragment": profile(args).defragment,
         "max_moves": args.max_moves,
         "headroom_fraction": args.headroom,
         "restart_s": args.restart_s,
@@ -83,14 +109,14 @@ def controller_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_placement_options(p: argparse.ArgumentParser) -> None:
-    """The scheduler's placement: policy, topology levels and the solver's rules."""
-    from gpudefrag.batch.solver_config import SolverConfig
-
+    """The scheduler's placement: policy, topology levels and the solver's rules (over the
+    profile's ``[allocate]``)."""
     p.add_argument(
         "--policy",
         choices=POLICIES,
-        default="fgd",
-        help="fgd, bestfit, gpupacking, gpuclustering, dotprod, random, or solver (CP-SAT batches) (default fgd)",
+        default=None,
+        help="fgd, bestfit, gpupacking, gpuclustering, dotprod, random, or solver (CP-SAT batches) "
+        "(default: the profile's placer; kubernetes: fgd)",
     )
     p.add_argument(
         "--topology-levels",
@@ -101,35 +127,54 @@ def add_placement_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--age-weight",
-        type=flag(SolverConfig, "age_weight_milli_per_s"),
-        default=0.0,
+        type=flag(SOLVER, "age_weight_milli_per_s"),
+        default=None,
         metavar="MILLI_PER_S",
-        help="solver: milli-GPU a pod's wait adds per second to its worth (suite 1b: 1; default 0)",
+        help="solver: milli-GPU a pod's wait adds per second to its worth (default: the profile's; suite1b: 1)",
     )
     p.add_argument(
         "--age-max-gpus",
-        type=flag(SolverConfig, "age_max_gpus"),
-        default=0,
-        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (default 0)",
+        type=flag(SOLVER, "age_max_gpus"),
+        default=None,
+        help="solver: only pods of at most this many GPUs earn the age bonus, 0 every pod (default: the profile's)",
     )
     p.add_argument(
         "--whole-gpu-above",
-        type=flag(SolverConfig, "whole_gpu_above_milli"),
-        default=0,
+        type=flag(SOLVER, "whole_gpu_above_milli"),
+        default=None,
         metavar="MILLI",
-        help="solver: a sharing pod asking more milli-GPU than this counts as a whole GPU, 0 off (suite 1b: 700)",
+        help="solver: a sharing pod asking more milli-GPU than this counts as a whole GPU, 0 off "
+        "(default: the profile's; suite1b: 700)",
     )
+
+
+def placer(args: argparse.Namespace) -> str:
+    """The placement policy: ``--policy``, else the profile's placer."""
+    return str(args.policy) if args.policy is not None else profile(args).allocate.placer
 
 
 def solver_config(args: argparse.Namespace) -> SolverConfig:
-    """The batch placer's settings from the solver flags."""
-    from gpudefrag.batch.solver_config import SolverConfig
+    """The batch placer's settings: the profile's, the solver flags over them."""
+    from dataclasses import replace
 
-    return SolverConfig(
-        age_weight_milli_per_s=args.age_weight,
-        age_max_gpus=args.age_max_gpus,
-        whole_gpu_above_milli=args.whole_gpu_above,
-    )
+    flags = {
+        "age_weight_milli_per_s": args.age_weight,
+        "age_max_gpus": args.age_max_gpus,
+        "whole_gpu_above_milli": args.whole_gpu_above,
+    }
+    return replace(profile(args).allocate.solver, **{k: v for k, v in flags.items() if v is not None})
+
+
+def profile_arg(text: str) -> Profile:
+    """``--config``: a shipped profile's name or a file; a bad one is a one-line usage error
+    naming the file and field."""
+    from gpudefrag.errors import InputError
+    from gpudefrag.profiles.schema import profile_arg as read
+
+    try:
+        return read(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def topology_levels(args: argparse.Namespace) -> list[str]:
@@ -141,10 +186,10 @@ def topology_levels(args: argparse.Namespace) -> list[str]:
 
 
 def placement_core(args: argparse.Namespace) -> Any:
-    """The scheduler's :class:`~gpudefrag.k8s.policy.DecisionCore` for these flags."""
+    """The scheduler's :class:`~gpudefrag.k8s.policy.DecisionCore` for the profile and flags."""
     from gpudefrag.k8s.policy import DecisionCore
 
-    return DecisionCore(args.policy, topology_levels(args), solver=solver_config(args))
+    return DecisionCore(placer(args), topology_levels(args), solver=solver_config(args))
 
 
 # ----------------------------------------------------------------------------- snapshots

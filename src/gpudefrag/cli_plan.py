@@ -21,6 +21,7 @@ from gpudefrag.cli_k8s_options import (
     add_controller_options,
     add_now_option,
     add_placement_options,
+    add_profile_option,
     controller_settings,
     placement_core,
     read_snapshot,
@@ -121,14 +122,14 @@ def report_json(report: WhatIf, source: str) -> dict[str, Any]:
     """The report as one JSON-ready object (the same content as :func:`format_text`)."""
     from gpudefrag.k8s.timefmt import to_rfc3339
 
-    c = report.config
+    c, d = report.config, report.settings
     return {
         "source": source,
         "now": to_rfc3339(report.now_s, micros=False),
         "settings": {
             "policy": report.policy,
-            "max_moves": c.max_moves,
-            "headroom_fraction": c.headroom_fraction,
+            "max_moves": d.planner.max_moves,
+            "headroom_fraction": d.headroom_fraction,
             "restart_s": c.restart_s,
             "grace_s": c.grace_s,
             "reservation_s": c.reservation_s,
@@ -301,7 +302,7 @@ def format_text(report: WhatIf, source: str, all_nodes: bool = False) -> str:
     """The report for a terminal (module docstring)."""
     from gpudefrag.k8s.timefmt import to_rfc3339
 
-    cur, c = report.current, report.config
+    cur, c, d = report.current, report.config, report.settings
     shapes = len(report.typical)
     workload = (
         f"{report.workload_pods} GPU pods in {shapes} typical shapes"
@@ -312,8 +313,8 @@ def format_text(report: WhatIf, source: str, all_nodes: bool = False) -> str:
         f"gpudefrag plan: {source}; {len(report.nodes)} nodes, {report.running} pods running, "
         f"{len(report.pending)} pending; at {to_rfc3339(report.now_s, micros=False)}",
         f"settings, as `gpudefrag scheduler` and `gpudefrag defrag` run with the same flags: placement "
-        f"{report.policy}; plans of at most {c.max_moves} moves,",
-        f"  {100 * c.headroom_fraction:g} % of the GPUs kept free for 2+ GPU pods' plans; restart "
+        f"{report.policy}; plans of at most {d.planner.max_moves} moves,",
+        f"  {100 * d.headroom_fraction:g} % of the GPUs kept free for 2+ GPU pods' plans; restart "
         f"{c.restart_s:g} s, grace {c.grace_s:g} s, reservation {c.reservation_s:g} s",
         f"  run times: {_runtimes(report)}",
         *(f"  skipped: {s}" for s in report.skipped),
@@ -384,6 +385,7 @@ def add_plan_command(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_options(p)
+    add_profile_option(p)
     add_controller_options(p)
     add_placement_options(p)
     p.add_argument(

@@ -179,7 +179,24 @@ def value(annotation: Any) -> Flag:
 
 @cache
 def _hints(owner: type) -> dict[str, Any]:
-    return typing.get_type_hints(owner, include_extras=True)
+    """The field annotations of ``owner``, resolved; a field whose annotation names a type only
+    the type checker imports (``if TYPE_CHECKING``) is left out."""
+    try:
+        return typing.get_type_hints(owner, include_extras=True)
+    except NameError:
+        pass
+    import sys
+
+    namespace = dict(vars(sys.modules[owner.__module__]))
+    out: dict[str, Any] = {}
+    for name, text in getattr(owner, "__annotations__", {}).items():
+        try:
+            out[name] = typing.get_type_hints(
+                type("_One", (), {"__annotations__": {name: text}}), namespace, include_extras=True
+            )[name]
+        except NameError:
+            continue
+    return out
 
 
 def _as_dict(config: Any) -> dict[str, Any]:

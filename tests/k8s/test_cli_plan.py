@@ -218,6 +218,26 @@ def test_a_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "one of the arguments --snapshot --kubeconfig is required" in err
 
 
+def test_plan_runs_the_profile_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = write_list(tmp_path / "snap.json", scenario())
+    now = ["--now", "2024-05-01T12:00:00Z", "--json"]
+    # the shipped kubernetes profile with plans of one move (a profile file sets every setting it
+    # needs: what it leaves out takes the schema's defaults, not another profile's)
+    from importlib import resources
+
+    text = (resources.files("gpudefrag.profiles") / "kubernetes.toml").read_text()
+    one_move = tmp_path / "one.toml"
+    one_move.write_text(text.replace("max_moves = 8", "max_moves = 1"))
+    assert main(["plan", "--snapshot", str(snap), *now]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["plans"] and default["settings"]["max_moves"] == 8
+    assert main(["plan", "--snapshot", str(snap), "--config", str(one_move), *now]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["plans"] == [] and one["settings"]["max_moves"] == 1  # as --max-moves 1 (test_whatif)
+    assert main(["plan", "--snapshot", str(snap), "--config", str(one_move), "--max-moves", "8", *now]) == 0
+    assert json.loads(capsys.readouterr().out)["plans"] == default["plans"]  # the flag wins
+
+
 # ----------------------------------------------------------------------------- a live cluster
 class _Lists(BaseHTTPRequestHandler):
     """Answers the two list calls ``plan`` makes; ``server.objects`` holds the scenario."""

@@ -4,7 +4,7 @@ flags can be declared without loading OR-Tools."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from annotated_types import Interval
 
@@ -20,6 +20,8 @@ class SolverConfig:
     machine-independent work units), so a rerun is bit for bit identical; the wall-clock budget
     then only guards against a stuck solve (a batch cut by it is counted in ``wall_limited``).
     """
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # unknown keys in a file: an error
 
     time_limit_s: Annotated[float, Interval(gt=0, le=3600)] = 0.5
     deterministic_time: Annotated[float, Interval(gt=0, le=3600)] = 0.01

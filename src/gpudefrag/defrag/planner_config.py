@@ -4,7 +4,7 @@ settings and flags can be declared without loading it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from annotated_types import Interval
 
@@ -15,6 +15,8 @@ __all__ = ["PlannerConfig"]
 
 @dataclass(frozen=True)
 class PlannerConfig:
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # unknown keys in a file: an error
+
     max_moves: Annotated[int, Interval(ge=1, le=64)] = 4
     migration: MigrationModel = field(default_factory=MigrationModel)
     """Grace and restart times: a move costs ``restart_s``; the room is ready after the grace."""

@@ -16,6 +16,7 @@ from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel
+from gpudefrag.profiles.schema import DefragmentSettings, shipped
 from gpudefrag.settings import Fraction, Seconds
 
 VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag")
@@ -104,6 +105,12 @@ class Acceptance1b:
     solver_min_ci_low_pp: PercentPoints = -0.1  # least lower end of the solver's paired 95 % CI at every load
 
 
+_PROFILE = shipped("suite1b")
+"""The suite's tuned solver and defragmenter settings (``profiles/suite1b.toml``, where each is
+documented): the defaults below."""
+_DEFRAG = _PROFILE.defragment
+
+
 @dataclass(frozen=True)
 class Suite1bConfig:
     """Every setting of suite 1b.
@@ -130,43 +137,33 @@ class Suite1bConfig:
     # a pod whose room is being freed waits for it; doc: "Where executed plans end"
     hold_reserved_pods: bool = True
     # plans only for pods that waited this long; doc: "Where executed plans end"
-    min_wait_before_plan_s: Seconds = 0.0
+    min_wait_before_plan_s: Seconds = _DEFRAG.min_wait_s
     sweep_restart_s: tuple[Seconds, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0)  # restart times of the sweep
     # offered load of the restart-time sweep
     sweep_load: Annotated[float, Interval(gt=0, le=MAX_LOAD)] = 1.0
     sweep_variants: tuple[str, ...] = ("fgd+defrag", "solver+defrag")  # variants of the restart-time sweep
     # defrag plan search; doc: "Defragmenter budget", "Where executed plans end" and, for
     # max_moves=12, the eleventh part of "Small-pod margin"
-    planner: PlannerConfig = field(
-        default_factory=lambda: PlannerConfig(max_moves=12, margin=0.2, harm_weight=1.0, wait_draws=32)
-    )
-    tick_interval_s: Seconds = 30.0  # seconds between defrag ticks; doc: "Defragmenter budget"
-    replan_after_s: Seconds = 120.0  # a blocked pod's next plan after this; doc: "Defragmenter budget"
+    planner: PlannerConfig = field(default_factory=lambda: _DEFRAG.planner)
+    tick_interval_s: Seconds = (
+        _DEFRAG.tick_interval_s
+    )  # seconds between defrag ticks; doc: "Defragmenter budget"
+    replan_after_s: Seconds = (
+        _DEFRAG.replan_after_s
+    )  # a blocked pod's next plan after this; doc: "Defragmenter budget"
     # plans executed per tick; doc: "Defragmenter budget"
-    plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 2
+    plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = _DEFRAG.plans_per_tick
     # blocked pods tried per tick; doc: "Defragmenter budget"
-    blocked_pods_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 4
+    blocked_pods_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = _DEFRAG.blocked_pods_per_tick
     # pods of <= 1 GPU tried per tick; doc: "Small-pod margin"
-    small_pods_per_tick: Annotated[int, Interval(ge=0, le=10_000)] = 12
+    small_pods_per_tick: Annotated[int, Interval(ge=0, le=10_000)] = _DEFRAG.small_pods_per_tick
     # plans for pods of <= 1 GPU per tick; doc: "Small-pod margin"
-    small_plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 4
+    small_plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = _DEFRAG.small_plans_per_tick
     # hysteresis margin of plans for pods of <= 1 GPU (None: planner.margin); doc: "Small-pod margin"
-    small_margin: Annotated[float, Interval(gt=-1, le=1000)] | None = -0.5
+    small_margin: Annotated[float, Interval(gt=-1, le=1000)] | None = _DEFRAG.small_margin
     # GPUs that must stay free for a 2+ GPU plan; doc: "Headroom gate", "Solver: whole-GPU sharing pods"
-    headroom_fraction: Fraction = 0.035
-    solver: SolverConfig = field(  # batch placer; doc: the "Solver: ..." sections
-        default_factory=lambda: SolverConfig(
-            min_solver_batch=2,
-            deterministic_time=0.005,
-            candidates_per_pod=6,
-            max_patterns_per_node=24,
-            protect_blocked=8,
-            lifetime_ties=True,  # FGD-tied nodes: the one that drains last; doc: "Solver: lifetime ties"
-            age_weight_milli_per_s=1.0,  # waiting pods gain 1 milli per second; doc: "Solver: aging"
-            # sharing pods above 700 milli count as 1,000; doc: "Solver: whole-GPU sharing pods"
-            whole_gpu_above_milli=700,
-        )
-    )
+    headroom_fraction: Fraction = _DEFRAG.headroom_fraction
+    solver: SolverConfig = field(default_factory=lambda: _PROFILE.allocate.solver)  # the batch placer
     # the solver's age_max_gpus next to the defragmenter (None: solver.age_max_gpus, every pod
     # ages; 1 was the default from 4ea030b to the eleventh part); doc: "Solver: aging"
     defrag_age_max_gpus: Annotated[int, Interval(ge=0, le=8)] | None = None
@@ -175,6 +172,21 @@ class Suite1bConfig:
     # what the defragmenter and the solver know of run times; doc: "Run-time estimates"
     runtime_estimates: Literal["oracle", "history"] = "history"
     acceptance: Acceptance1b = field(default_factory=Acceptance1b)  # thresholds; doc: "Acceptance checks"
+
+    def defragment_settings(self) -> DefragmentSettings:
+        """The defragmenter's settings these fields make (:mod:`gpudefrag.profiles.schema`)."""
+        return DefragmentSettings.model_construct(
+            planner=self.planner,
+            tick_interval_s=self.tick_interval_s,
+            replan_after_s=self.replan_after_s,
+            plans_per_tick=self.plans_per_tick,
+            blocked_pods_per_tick=self.blocked_pods_per_tick,
+            small_pods_per_tick=self.small_pods_per_tick,
+            small_plans_per_tick=self.small_plans_per_tick,
+            small_margin=self.small_margin,
+            headroom_fraction=self.headroom_fraction,
+            min_wait_s=self.min_wait_before_plan_s,
+        )
 
     def __post_init__(self) -> None:
         if self.runtime_estimates not in RUNTIME_ESTIMATES:

@@ -20,7 +20,6 @@ import numpy as np
 from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.defrag.controller import DefragController
-from gpudefrag.defrag.planner import DefragPlanner
 from gpudefrag.defrag.runtime import ResidualLife
 from gpudefrag.experiments.config1b import NUDGED_VARIANT, SOLVER_BATCH_PODS, Suite1bConfig
 from gpudefrag.experiments.inputs import WorkloadInputs, cluster_from_nodes, workload_inputs
@@ -30,6 +29,7 @@ from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.port import RuntimeEstimator, Scheduler
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.policies.scheduler import PolicyScheduler
+from gpudefrag.profiles.build import defragmenter
 from gpudefrag.sim.config import TimedConfig
 from gpudefrag.sim.latency import LatencyModel
 from gpudefrag.sim.results import TimedResult
@@ -106,21 +106,8 @@ def make_defragmenter(
     config: Suite1bConfig, migration: MigrationModel, runtimes: RuntimeEstimator
 ) -> DefragController:
     """The defragmenter of a ``+defrag`` variant under ``migration``, estimating run times
-    with ``runtimes``."""
-    planner = replace(config.planner, migration=migration)
-    return DefragController(
-        DefragPlanner(planner),
-        runtimes,
-        tick_interval_s=config.tick_interval_s,
-        replan_after_s=config.replan_after_s,
-        plans_per_tick=config.plans_per_tick,
-        blocked_pods_per_tick=config.blocked_pods_per_tick,
-        small_pods_per_tick=config.small_pods_per_tick,
-        small_plans_per_tick=config.small_plans_per_tick,
-        headroom_fraction=config.headroom_fraction,
-        min_wait_s=config.min_wait_before_plan_s,
-        small_margin=config.small_margin,
-    )
+    with ``runtimes`` (:func:`gpudefrag.profiles.build.defragmenter` of the suite's settings)."""
+    return defragmenter(config.defragment_settings(), migration, runtimes)
 
 
 def run_scenario(

@@ -12,8 +12,8 @@ and the port (:mod:`gpudefrag.k8s.port`), and:
    a crash continues it instead of planning again, and a pod evicted once is never evicted
    twice (it is terminating, or gone; its replacement has a new UID).
 3. **Plans** with the simulators' controller (:class:`~gpudefrag.defrag.controller.DefragController`
-   with suite 1b's tuned settings: blocked pod -> cheapest moves priced by checkpoints,
-   hysteresis, budgets) for the pending pods without a reservation, and starts each plan as in 2.
+   with a profile's settings, by default the shipped ``kubernetes`` profile's: blocked pod ->
+   cheapest moves priced by checkpoints, hysteresis, budgets) for the pending pods without a reservation, and starts each plan as in 2.
    Run times come from the finished pods it has seen (a mean-residual-life estimate; a prior of
    ``default_runtime_s`` until 20 have finished) unless the caller passes an estimator.
 
@@ -99,19 +99,12 @@ class DefragReconciler:
         self._backoff: dict[str, tuple[float, float]] = {}
 
     def _controller(self, runtimes: RuntimeEstimator) -> DefragController:
-        """The simulators' controller with suite 1b's tuned settings (planner, budgets, headroom),
-        planning at every reconcile, with this controller's move budget, grace and restart time."""
-        from gpudefrag.experiments.config1b import Suite1bConfig
-        from gpudefrag.experiments.scenario1b import make_defragmenter
+        """The defragmenter of the settings in force (:meth:`DefragConfig.settings`: a profile's,
+        the flags over it), with this controller's grace and restart times."""
+        from gpudefrag.profiles.build import defragmenter
 
-        tuned = Suite1bConfig()
-        tuned = replace(
-            tuned,
-            planner=replace(tuned.planner, max_moves=self.config.max_moves),
-            headroom_fraction=self.config.headroom_fraction,
-        )
         migration = MigrationModel(eviction_grace_s=self.config.grace_s, restart_s=self.config.restart_s)
-        return replace(make_defragmenter(tuned, migration, runtimes), tick_interval_s=0.0)
+        return defragmenter(self.config.settings(), migration, runtimes)
 
     # ------------------------------------------------------------------ world
     def read(self) -> ClusterCache:

@@ -43,6 +43,7 @@ from gpudefrag.k8s.timefmt import to_rfc3339
 from gpudefrag.k8s.whatif_pending import BLOCKED, PendingRow, pending_records, pending_row
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU
+from gpudefrag.profiles.schema import DefragmentSettings
 
 __all__ = ["Layout", "NodeRow", "WhatIf", "after_plan_objects", "what_if"]
 
@@ -131,6 +132,8 @@ class WhatIf:
 
     now_s: float
     config: DefragConfig
+    settings: DefragmentSettings
+    """The defragmenter's settings in force (the profile's, the flags over it)."""
     policy: str
     nodes: list[NodeRow]
     typical: TypicalPods
@@ -295,16 +298,17 @@ def _no_plan_reasons(
         if row.verdict != BLOCKED or not row.planned_for or row.pod in planned:
             continue
         asks = row.num_gpu * row.gpu_milli
-        keep = config.headroom_fraction * state.gpu_capacity_milli
+        settings = config.settings()
+        keep = settings.headroom_fraction * state.gpu_capacity_milli
         if row.num_gpu >= 2 and free_milli - asks < keep:
             out[row.pod] = (
                 f"the headroom rule: with it placed {(free_milli - asks) / GPU_MILLI_PER_GPU:,.2f} of "
                 f"{state.gpu_capacity_milli / GPU_MILLI_PER_GPU:,.0f} GPUs would stay free on usable nodes, "
-                f"under the {100 * config.headroom_fraction:g} % kept for 2+ GPU pods (--headroom)"
+                f"under the {100 * settings.headroom_fraction:g} % kept for 2+ GPU pods (--headroom)"
             )
         else:
             out[row.pod] = (
-                f"no set of at most {config.max_moves} moves frees a node for it at a cost its expected "
+                f"no set of at most {settings.planner.max_moves} moves frees a node for it at a cost its expected "
                 "wait outweighs (or this pass tried other pods first)"
             )
     return out
@@ -345,6 +349,7 @@ def what_if(
     return WhatIf(
         now_s=now_s,
         config=config,
+        settings=config.settings(),
         policy=core.policy_name,
         nodes=node_rows,
         typical=core.typical,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from annotated_types import Interval
 
@@ -21,6 +21,8 @@ from annotated_types import Interval
 @dataclass(frozen=True)
 class MigrationModel:
     """Times of one move, in seconds (module docstring)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # unknown keys in a file: an error
 
     eviction_grace_s: Annotated[float, Interval(ge=0, le=86_400)] = 30.0
     restart_s: Annotated[float, Interval(ge=0, le=86_400)] = 60.0
