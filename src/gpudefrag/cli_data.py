@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from gpudefrag.data import store
+from gpudefrag.data import catalog, store
 from gpudefrag.errors import EXIT_USAGE, ConfigError, DataError
 
 __all__ = ["add_data_commands", "cmd_data_fetch", "cmd_data_list", "cmd_data_verify"]
@@ -34,7 +34,7 @@ def _table(rows: Sequence[tuple[str, ...]], right: frozenset[int] = frozenset())
 def cmd_data_list(args: argparse.Namespace) -> int:
     """Print name, group, bytes, status (in mirror / cached / missing) and licence."""
     rows = [("name", "group", "bytes", "status", "licence")]
-    for item in store.list_datasets():
+    for item in catalog.list_datasets():
         e = item.entry
         status = (
             item.status
@@ -51,7 +51,7 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
 def cmd_data_verify(args: argparse.Namespace) -> int:
     """Re-hash present files; 0 if every present file matches, 2 otherwise."""
-    results = store.verify(args.names or None)
+    results = catalog.verify(args.names or None)
     for result in results:
         print(result.describe())
     bad = [r for r in results if r.status == "mismatch"]
@@ -70,7 +70,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
     if not args.all and not args.names:
         raise ConfigError("data fetch: name the datasets to fetch (see `gpudefrag data list`) or pass --all")
 
-    def report(result: store.FetchResult) -> None:
+    def report(result: catalog.FetchResult) -> None:
         where = f": {result.path}" if result.path is not None else ""
         line = f"{result.status:<10} {result.entry.name}{where}"
         if result.ok and result.message:
@@ -80,7 +80,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
             print(f"error: {result.entry.name}: {result.message}", file=sys.stderr)
 
     try:
-        store.fetch(None if args.all else args.names, progress=not args.no_progress, on_result=report)
+        catalog.fetch(None if args.all else args.names, progress=not args.no_progress, on_result=report)
     except DataError:
         return EXIT_USAGE  # each failure was already printed
     return 0

@@ -46,7 +46,7 @@ COUNTS = ("jobs", "pending_at_end", "migrations", "gang_moves")
 
 def _jobs_and_window(args: argparse.Namespace, gpn: int) -> tuple[list, tuple[float, float], int | None]:
     from gpudefrag.workloads.jobtrace import load_job_trace
-    from gpudefrag.workloads.windows import suite_run
+    from gpudefrag.workloads.suite_windows import suite_run
 
     if args.trace is not None:
         jobs = load_job_trace(args.trace)
@@ -142,7 +142,7 @@ def _constraint_or_keep(text: str) -> str:
 
 
 def _window_name(text: str) -> str:
-    from gpudefrag.workloads.windows import window
+    from gpudefrag.workloads.suite_windows import window
 
     try:
         window(text.strip())

@@ -38,7 +38,7 @@ def _csv(text: str) -> list[str]:
 def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
     """A window set's name (a key of ``SPLITS``) or comma-separated names -> (set name, names);
     listed names give the set name ``other``."""
-    from gpudefrag.workloads.windows import SPLITS, window
+    from gpudefrag.workloads.suite_windows import SPLITS, window
 
     if spec in SPLITS:
         return spec, SPLITS[spec]

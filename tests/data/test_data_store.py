@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpudefrag import cli_data
-from gpudefrag.data import registry, store
+from gpudefrag.data import catalog, registry, store
 from gpudefrag.data.registry import DatasetEntry
 from gpudefrag.errors import ConfigError, DataError
 
@@ -161,7 +161,7 @@ def test_registry_matches_real_mirror(monkeypatch):
     if root is None:
         pytest.skip("dataset mirror not available")
     monkeypatch.setenv("GPUDEFRAG_MIRROR", str(root))
-    results = store.verify()
+    results = catalog.verify()
     bad = [r.describe() for r in results if not r.ok]
     assert not bad, bad
     assert all(r.actual_size == r.entry.size for r in results)
@@ -327,12 +327,12 @@ def test_fetch_all_downloads_and_skips_mirror_only(monkeypatch, tmp_path, cache)
     derived = _entry("derived", b"derived\n", url=None, group="fgd-published")
     _use(monkeypatch, dl, derived)
     seen = []
-    results = store.fetch(progress=False, on_result=seen.append)
+    results = catalog.fetch(progress=False, on_result=seen.append)
     assert [(r.entry.name, r.status) for r in results] == [("dl", "downloaded"), ("derived", "skipped")]
     assert seen == results
-    assert [r.status for r in store.fetch(progress=False)] == ["cached", "skipped"]
+    assert [r.status for r in catalog.fetch(progress=False)] == ["cached", "skipped"]
     with pytest.raises(DataError, match="derived"):
-        store.fetch(["derived"], progress=False)
+        catalog.fetch(["derived"], progress=False)
 
 
 def test_verify_and_list_statuses(monkeypatch, mirror, cache):
@@ -342,14 +342,14 @@ def test_verify_and_list_statuses(monkeypatch, mirror, cache):
     _write(mirror, ok, b"ok\n")
     _write(mirror, bad, b"corrupt\n")
     _write(cache, cached, b"cached\n")
-    results = {r.entry.name: r for r in store.verify()}
+    results = {r.entry.name: r for r in catalog.verify()}
     assert results["ok"].status == "ok" and results["ok"].location == "in mirror"
     assert results["cached"].status == "ok" and results["cached"].location == "cached"
     assert results["missing"].status == "missing"
     assert results["bad"].status == "mismatch"
     assert bad.sha256 in results["bad"].describe()
     assert results["bad"].actual_sha256 in results["bad"].describe()
-    statuses = {s.entry.name: s.status for s in store.list_datasets()}
+    statuses = {s.entry.name: s.status for s in catalog.list_datasets()}
     assert statuses == {"ok": "in mirror", "bad": "in mirror", "missing": "missing", "cached": "cached"}
 
 
@@ -454,7 +454,7 @@ def test_member_extracted_from_archive_in_mirror(monkeypatch, tmp_path, mirror, 
     assert path == (cache / "openb" / "sub" / "c.csv").absolute()
     assert path.read_bytes() == data
     assert _files(cache) == [cache / "openb" / "sub" / "c.csv"]  # no temp file, archive not copied
-    assert [r.status for r in store.fetch(["c"], progress=False)] == ["cached"]
+    assert [r.status for r in catalog.fetch(["c"], progress=False)] == ["cached"]
     # Once the member is in the mirror, the mirror copy wins.
     mpath = _write(mirror, member, data)
     assert store.resolve("c") == mpath.absolute()
@@ -463,13 +463,13 @@ def test_member_extracted_from_archive_in_mirror(monkeypatch, tmp_path, mirror, 
 def test_member_extraction_downloads_the_archive_first(monkeypatch, tmp_path, cache):
     data = b"a,b\n1,2\n" * 50
     _archive_setup(monkeypatch, tmp_path, data, url=True)
-    results = store.fetch(progress=False)  # fetch --all does not skip archive members
+    results = catalog.fetch(progress=False)  # fetch --all does not skip archive members
     assert [(r.entry.name, r.status) for r in results] == [("arch", "downloaded"), ("c", "extracted")]
-    assert [r.status for r in store.fetch(progress=False)] == ["cached", "cached"]
+    assert [r.status for r in catalog.fetch(progress=False)] == ["cached", "cached"]
     store.clear_verify_cache()
     (cache / "openb" / "sub" / "c.csv").unlink()
     (cache / "openb" / "arch.tar.gz").unlink()
-    assert [r.status for r in store.fetch(["c"], progress=False)] == ["extracted"]
+    assert [r.status for r in catalog.fetch(["c"], progress=False)] == ["extracted"]
     assert (cache / "openb" / "sub" / "c.csv").read_bytes() == data
 
 
@@ -510,4 +510,4 @@ def test_real_itp_csv_extracted_from_real_archive(monkeypatch, tmp_path, mirror,
     entry = registry.get("itp_cluster10")
     assert path == (cache / entry.relpath).absolute()
     assert path.read_bytes() == (root / entry.relpath).read_bytes()
-    assert [r.status for r in store.verify(["itp_cluster10"])] == ["ok"]
+    assert [r.status for r in catalog.verify(["itp_cluster10"])] == ["ok"]

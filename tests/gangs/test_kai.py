@@ -9,7 +9,8 @@ import random
 
 import numpy as np
 
-from gpudefrag.gangs.kai import KaiBinpack, KaiConsolidate
+from gpudefrag.gangs.kai import KaiBinpack
+from gpudefrag.gangs.kai_consolidate import KaiConsolidate
 from gpudefrag.gangs.moves import DefragPlan, RunningInfo
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import Constraint, Job

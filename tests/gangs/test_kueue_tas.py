@@ -9,7 +9,8 @@ import pytest
 from conftest import busy_state as _busy
 from conftest import check_policy_on_random_states
 from conftest import gang_job as _job
-from gpudefrag.gangs.kueue_tas import KueueTAS, tas_assign
+from gpudefrag.gangs.kueue_tas import KueueTAS
+from gpudefrag.gangs.kueue_tas_assign import tas_assign
 from gpudefrag.gangs.topo_search import topo_index
 from gpudefrag.model.topology import nvl72, superpod, uniform
 

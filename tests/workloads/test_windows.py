@@ -15,28 +15,30 @@ from conftest import needs_mirror
 from gpudefrag.errors import ConfigError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.openb import PodTable
-from gpudefrag.workloads.windows import (
+from gpudefrag.workloads.suite_windows import (
     CONFIRMATION,
     CONFIRMATION_2,
     CONFIRMATION_3,
     CONFIRMATION_4,
-    DAY_S,
     MIX_SUFFIX,
     REPORT,
     TUNING,
     UNUSED,
     WINDOWS,
+    load_trace,
+    suite_run,
+    suite_windows,
+    window,
+)
+from gpudefrag.workloads.window_table import window_table
+from gpudefrag.workloads.windows import (
+    DAY_S,
     Window,
     busiest_windows,
-    load_trace,
     mixed_workload,
     offered_gpu_seconds,
     scaled_jobs,
     size_cluster,
-    suite_run,
-    suite_windows,
-    window,
-    window_table,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,16 +41,13 @@ __all__ = [
     "CACHE_ENV",
     "DOWNLOAD_TIMEOUT_S",
     "MIRROR_ENV",
-    "DatasetStatus",
-    "FetchResult",
-    "VerifyResult",
     "cache_dir",
     "clear_verify_cache",
-    "fetch",
-    "list_datasets",
+    "digest",
+    "locate",
     "mirror_dir",
     "resolve",
-    "verify",
+    "resolve_entry",
 ]
 
 MIRROR_ENV = "GPUDEFRAG_MIRROR"
@@ -102,7 +99,7 @@ def _cache_path(entry: DatasetEntry) -> Path:
     return cache_dir() / entry.relpath
 
 
-def _locate(entry: DatasetEntry) -> tuple[Path | None, str]:
+def locate(entry: DatasetEntry) -> tuple[Path | None, str]:
     """Where the file is now (mirror first, then cache) and its status; no hashing."""
     mpath = _mirror_path(entry)
     if mpath is not None and mpath.is_file():
@@ -118,7 +115,7 @@ def _sha256_file(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _digest(path: Path, *, use_cache: bool = True) -> tuple[str, int]:
+def digest(path: Path, *, use_cache: bool = True) -> tuple[str, int]:
     """(sha256, size) of a file, remembered per process by (path, size, mtime)."""
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
@@ -142,7 +139,7 @@ def _mismatch_error(entry: DatasetEntry, path: Path, actual: str, size: int) -> 
 
 
 def _check(entry: DatasetEntry, path: Path) -> Path:
-    actual, size = _digest(path)
+    actual, size = digest(path)
     if actual != entry.sha256:
         raise _mismatch_error(entry, path, actual, size)
     return path
@@ -251,7 +248,7 @@ def _extract(entry: DatasetEntry, dest: Path, progress: bool) -> Path:
     assert entry.archive is not None and entry.member is not None
     archive = registry.get(entry.archive)
     try:
-        archive_path, _ = _resolve_entry(archive, progress)
+        archive_path, _ = resolve_entry(archive, progress)
     except DataError as exc:
         raise _missing_error(entry, f"its archive {archive.relpath} is unavailable: {exc}") from exc
     member = entry.member
@@ -329,8 +326,8 @@ def _copy_verified(entry: DatasetEntry, dest: Path, origin: _Origin, progress: b
     return dest
 
 
-def _resolve_entry(entry: DatasetEntry, progress: bool) -> tuple[Path, str]:
-    path, status = _locate(entry)
+def resolve_entry(entry: DatasetEntry, progress: bool) -> tuple[Path, str]:
+    path, status = locate(entry)
     if path is not None:
         return _check(entry, path), status
     if entry.url is not None:
@@ -348,122 +345,5 @@ def resolve(relpath: str, *, progress: bool = False) -> Path:
     Raises :class:`ConfigError` for an unknown name and :class:`DataError` if the file is missing
     and cannot be downloaded, or if its SHA-256 does not match.
     """
-    path, _ = _resolve_entry(registry.get(relpath), progress)
+    path, _ = resolve_entry(registry.get(relpath), progress)
     return path.absolute()
-
-
-@dataclass(frozen=True)
-class DatasetStatus:
-    """One row of :func:`list_datasets`: status is ``in mirror``, ``cached`` or ``missing``
-    (existence only; no hashing)."""
-
-    entry: DatasetEntry
-    status: str
-    path: Path | None
-
-
-def list_datasets() -> list[DatasetStatus]:
-    """Every registered file with where it currently is."""
-    out = []
-    for entry in registry.DATASETS:
-        path, status = _locate(entry)
-        out.append(DatasetStatus(entry, status, path))
-    return out
-
-
-@dataclass(frozen=True)
-class FetchResult:
-    """Outcome of fetching one file. ``status``: ``in mirror``, ``cached``, ``downloaded``,
-    ``extracted`` (from its registered archive), ``skipped`` (mirror-only file, not requested by
-    name) or ``failed`` (see ``message``)."""
-
-    entry: DatasetEntry
-    status: str
-    path: Path | None = None
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
-
-
-def fetch(
-    names: Iterable[str] | str | None = None,
-    progress: bool = True,
-    *,
-    on_result: Callable[[FetchResult], None] | None = None,
-) -> list[FetchResult]:
-    """Make the named files (all if ``names`` is None) available locally and verified.
-
-    Files already in the mirror or cache are checked, others downloaded into the cache (a tqdm
-    progress bar on stderr when ``progress`` and tqdm is installed). When fetching everything,
-    mirror-only files that are absent are ``skipped``; named explicitly they fail. Every file is
-    attempted; ``on_result`` is called after each. Raises :class:`DataError` at the end, listing
-    the failures, if any failed; otherwise returns the results.
-    """
-    fetch_all = names is None
-    entries = registry.select(None if names is None else ([names] if isinstance(names, str) else list(names)))
-    results: list[FetchResult] = []
-    for entry in entries:
-        if fetch_all and entry.url is None and entry.archive is None and _locate(entry)[0] is None:
-            result = FetchResult(
-                entry, "skipped", None, f"mirror only, no download URL; set {MIRROR_ENV} to get it"
-            )
-        else:
-            try:
-                path, status = _resolve_entry(entry, progress)
-                result = FetchResult(entry, status, path.absolute())
-            except DataError as exc:
-                result = FetchResult(entry, "failed", None, str(exc))
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    failed = [r for r in results if not r.ok]
-    if failed:
-        lines = "; ".join(f"{r.entry.name}: {r.message}" for r in failed)
-        raise DataError(f"{len(failed)} of {len(results)} dataset(s) could not be fetched: {lines}")
-    return results
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """Outcome of verifying one file. ``status``: ``ok``, ``mismatch`` or ``missing``;
-    ``location``: ``in mirror``/``cached``/``missing``."""
-
-    entry: DatasetEntry
-    status: str
-    location: str
-    path: Path | None
-    actual_sha256: str | None = None
-    actual_size: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    def describe(self) -> str:
-        e = self.entry
-        if self.status == "ok":
-            return f"ok        {e.name} ({self.location}: {self.path})"
-        if self.status == "missing":
-            return f"missing   {e.name} ({e.relpath} not in mirror or cache)"
-        return (
-            f"MISMATCH  {e.name} ({self.location}: {self.path}): expected sha256 {e.sha256} "
-            f"({e.size} bytes), got sha256 {self.actual_sha256} ({self.actual_size} bytes)"
-        )
-
-
-def verify(names: Iterable[str] | str | None = None) -> list[VerifyResult]:
-    """Re-hash the named files (all if None) where :func:`resolve` would find them; never
-    downloads. Missing files are reported as ``missing``, not raised."""
-    entries = registry.select(None if names is None else ([names] if isinstance(names, str) else list(names)))
-    results = []
-    for entry in entries:
-        path, location = _locate(entry)
-        if path is None:
-            results.append(VerifyResult(entry, "missing", location, None))
-            continue
-        actual, size = _digest(path, use_cache=False)
-        status = "ok" if actual == entry.sha256 else "mismatch"
-        results.append(VerifyResult(entry, status, location, path.absolute(), actual, size))
-    return results

@@ -20,7 +20,8 @@ from gpudefrag.errors import ConfigError
 from gpudefrag.gangs.batch import BatchGangPlacer
 from gpudefrag.gangs.defrag import CheckpointDefrag, DefragConfig
 from gpudefrag.gangs.fgd_gang import FgdGang
-from gpudefrag.gangs.kai import KaiBinpack, KaiConsolidate
+from gpudefrag.gangs.kai import KaiBinpack
+from gpudefrag.gangs.kai_consolidate import KaiConsolidate
 from gpudefrag.gangs.kueue_tas import KueueTAS
 from gpudefrag.gangs.moves import GangDefragmenter
 from gpudefrag.gangs.objective import Workload

@@ -1,6 +1,6 @@
 """Suite 2: gangs on a multi-level topology, replayed from real traces.
 
-For every window (:mod:`gpudefrag.workloads.windows`), load (1.0, 1.25, 1.5: arrivals compressed,
+For every window (:mod:`gpudefrag.workloads.suite_windows`), load (1.0, 1.25, 1.5: arrivals compressed,
 durations kept, the cluster sized for load 1.0) and variant (:mod:`gpudefrag.experiments.config2`)
 one simulation (:func:`gpudefrag.gangs.simulator.simulate`); all variants of a (window, load)
 see the same jobs and cluster, so differences are paired by window.
@@ -20,7 +20,7 @@ from gpudefrag.experiments.summary2 import summarise
 from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.jobs import parse_constraint
 from gpudefrag.model.topology import PRESETS, Topology, nvl72, superpod
-from gpudefrag.workloads.windows import SUITE_GPUS_PER_NODE, suite_run
+from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
 
 __all__ = ["Run2", "build_topology", "run_one", "run_suite", "tasks"]
 

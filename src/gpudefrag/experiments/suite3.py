@@ -2,7 +2,7 @@
 from suite 2's trace windows (:mod:`gpudefrag.experiments.config3` names the studies).
 
 One run = (window, seed, variant).  The window's jobs come from suite 2
-(:func:`~gpudefrag.workloads.windows.suite_run` at ``load``; gangs get the suite's topology
+(:func:`~gpudefrag.workloads.suite_windows.suite_run` at ``load``; gangs get the suite's topology
 constraint), each job gets a priority class drawn with the seed
 (:func:`~gpudefrag.capacity.classes.assign_classes`), and node failures are drawn with the same
 seed for the run's topology (:func:`~gpudefrag.capacity.failures.failure_events`), so every
@@ -40,7 +40,7 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import superpod
-from gpudefrag.workloads.windows import SUITE_GPUS_PER_NODE, suite_run
+from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
 
 __all__ = ["Run3", "peak_nodes", "run_one", "run_suite", "tasks"]
 

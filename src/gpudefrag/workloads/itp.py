@@ -26,7 +26,7 @@ from pathlib import Path
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.jobtrace import parse_int
-from gpudefrag.workloads.openb import _iter_rows, _open_rows, _read_header
+from gpudefrag.workloads.strict_csv import iter_rows, open_rows, read_header
 
 __all__ = ["ITP_CLUSTERS", "ITP_COLUMNS", "itp_dataset", "itp_path", "load_itp", "load_itp_csv"]
 
@@ -45,12 +45,12 @@ def load_itp_csv(path: str | os.PathLike[str]) -> list[Job]:
     spath = str(src)
     jobs: list[Job] = []
     seen: dict[str, int] = {}
-    with _open_rows(src) as fh:
+    with open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
-        pos = _read_header(reader, spath, ITP_COLUMNS, ())
+        pos = read_header(reader, spath, ITP_COLUMNS, ())
         header = sorted(pos, key=pos.__getitem__)
         i_id, i_submit, i_duration, i_gpus = (pos[c] for c in ITP_COLUMNS)
-        for line, row in _iter_rows(reader, spath, len(header), header):
+        for line, row in iter_rows(reader, spath, len(header), header):
             uuid = row[i_id]
             if not _UUID_RE.fullmatch(uuid):
                 what = "empty required field" if not uuid else f"not a UUID: {uuid!r}"

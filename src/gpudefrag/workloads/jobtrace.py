@@ -40,7 +40,7 @@ from pathlib import Path
 
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Constraint, Job, parse_constraint
-from gpudefrag.workloads.openb import _iter_rows, _open_rows, _read_header
+from gpudefrag.workloads.strict_csv import iter_rows, open_rows, read_header
 
 __all__ = [
     "JOB_TRACE_COLUMNS",
@@ -103,8 +103,8 @@ def _parse_topology(text: str, path: str, line: int) -> Constraint | None:
 def job_trace_columns(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The columns a job-trace CSV names in its header (checked as :func:`load_job_trace` does)."""
     src = Path(path)
-    with _open_rows(src) as fh:
-        pos = _read_header(
+    with open_rows(src) as fh:
+        pos = read_header(
             csv.reader(fh, strict=True), str(src), JOB_TRACE_REQUIRED_COLUMNS, JOB_TRACE_OPTIONAL_COLUMNS
         )
     return tuple(sorted(pos, key=pos.__getitem__))
@@ -115,13 +115,13 @@ def load_job_trace(path: str | os.PathLike[str]) -> list[Job]:
     src = Path(path)
     spath = str(src)
     jobs: list[Job] = []
-    with _open_rows(src) as fh:
+    with open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
-        pos = _read_header(reader, spath, JOB_TRACE_REQUIRED_COLUMNS, JOB_TRACE_OPTIONAL_COLUMNS)
+        pos = read_header(reader, spath, JOB_TRACE_REQUIRED_COLUMNS, JOB_TRACE_OPTIONAL_COLUMNS)
         header = sorted(pos, key=pos.__getitem__)
         i_submit, i_duration, i_gpus = (pos[c] for c in JOB_TRACE_REQUIRED_COLUMNS)
         i_milli, i_prio, i_topo, i_name = (pos.get(c) for c in JOB_TRACE_OPTIONAL_COLUMNS)
-        for line, row in _iter_rows(reader, spath, len(header), header):
+        for line, row in iter_rows(reader, spath, len(header), header):
             submit = parse_float(row[i_submit], spath, line, "submit_s", minimum=0.0, strict=False)
             duration = parse_float(row[i_duration], spath, line, "duration_s", minimum=0.0, strict=True)
             gpus = parse_int(row[i_gpus], spath, line, "gpus", minimum=1)

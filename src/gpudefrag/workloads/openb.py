@@ -20,20 +20,17 @@ from __future__ import annotations
 
 import csv
 import os
-import re
-from collections.abc import Iterator, Sized
+from collections.abc import Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.workloads.gpu_models import KNOWN_GPU_MODELS
-
-if TYPE_CHECKING:
-    from _csv import Reader
+from gpudefrag.workloads.strict_csv import iter_rows, open_rows, read_header, uint_field
 
 __all__ = [
     "GPU_MILLI",
@@ -82,8 +79,6 @@ PUBLISHED_WORKLOADS: tuple[str, ...] = (
     "openb_pod_list_multigpu50",
 )
 
-_INT64_MAX = np.iinfo(np.int64).max
-_NEGATIVE_RE = re.compile(r"-[0-9]+")
 _KNOWN_MODELS = frozenset(KNOWN_GPU_MODELS)
 _KNOWN_LIST = ", ".join(KNOWN_GPU_MODELS)
 
@@ -208,130 +203,8 @@ class PodTable:
 # Field parsing
 
 
-def _bad_uint(text: str, path: str, line: int, column: str) -> int:
-    """Slow path of :func:`_uint`: return a large valid value or raise a precise error."""
-    if text == "":
-        raise InputError(path, "empty required field", line, column)
-    if text.isascii() and text.isdigit():
-        value = int(text)
-        if value <= _INT64_MAX:
-            return value
-        raise InputError(path, f"value {text} is too large", line, column)
-    if _NEGATIVE_RE.fullmatch(text):
-        raise InputError(path, f"negative value {text}; expected an integer >= 0", line, column)
-    raise InputError(path, f"non-numeric value {text!r}; expected an integer >= 0", line, column)
-
-
-def _uint(text: str, path: str, line: int, column: str) -> int:
-    if len(text) < 19 and text.isascii() and text.isdigit():
-        return int(text)
-    return _bad_uint(text, path, line, column)
-
-
 def _unknown_model(path: str, line: int, column: str, model: str) -> InputError:
     return InputError(path, f"unknown GPU model {model!r}; known models: {_KNOWN_LIST}", line, column)
-
-
-# ---------------------------------------------------------------------------------------------
-# CSV reading
-
-
-def _open_rows(path: Path) -> TextIO:
-    try:
-        fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (closed by the caller)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a CSV file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
-    return fh
-
-
-def _utf8_error(path: str) -> InputError:
-    """The decoder works on blocks, so find the first undecodable line again, in binary."""
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return InputError(
-                    path,
-                    f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at character {exc.start + 1})",
-                    number,
-                )
-    return InputError(path, "not valid UTF-8 text")
-
-
-def _read_header(
-    reader: Reader, path: str, required: tuple[str, ...], optional: tuple[str, ...]
-) -> dict[str, int]:
-    expected = ",".join(required + optional) if optional else ",".join(required)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError(path, f"empty file; expected a header line '{expected}'", 1, required[0]) from None
-    except UnicodeDecodeError:
-        raise _utf8_error(path) from None
-    except csv.Error as exc:
-        raise InputError(path, f"malformed CSV header: {exc}", 1) from None
-    if not header or header == [""]:
-        raise InputError(path, f"missing header; expected '{expected}'", 1, required[0])
-    known = set(required) | set(optional)
-    positions: dict[str, int] = {}
-    for i, name in enumerate(header):
-        if name not in known:
-            hint = f" (did you mean {name.strip()!r}?)" if name.strip() in known else ""
-            raise InputError(path, f"unknown column {name!r}{hint}; expected columns: {expected}", 1, name)
-        if name in positions:
-            raise InputError(path, "duplicate column in the header", 1, name)
-        positions[name] = i
-    for name in required:
-        if name not in positions:
-            raise InputError(
-                path, f"missing required column; the header must include: {', '.join(required)}", 1, name
-            )
-    return positions
-
-
-def _iter_rows(
-    reader: Reader, path: str, header_len: int, header: list[str]
-) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line, row) for data rows; blank lines are errors unless trailing."""
-    blank_line = None
-    try:
-        for row in reader:
-            line = reader.line_num
-            if len(row) == header_len:
-                if blank_line is not None:
-                    raise InputError(path, "blank line inside the data", blank_line)
-                yield line, row
-                continue
-            if not row:
-                if blank_line is None:
-                    blank_line = line
-                continue
-            if blank_line is not None:
-                raise InputError(path, "blank line inside the data", blank_line)
-            if len(row) < header_len:
-                missing = header[len(row)]
-                raise InputError(
-                    path,
-                    f"truncated row: {len(row)} fields, the header has "
-                    f"{header_len} (column '{missing}' onwards missing)",
-                    line,
-                    missing,
-                )
-            raise InputError(
-                path,
-                f"too many fields: {len(row)}, the header has {header_len}",
-                line,
-                f"#{header_len + 1} (after '{header[-1]}')",
-            )
-    except UnicodeDecodeError:
-        raise _utf8_error(path) from None
-    except csv.Error as exc:
-        raise InputError(path, f"malformed CSV: {exc}", reader.line_num) from None
 
 
 def _no_rows(path: str) -> InputError:
@@ -351,19 +224,19 @@ def load_nodes(path: str | os.PathLike[str]) -> NodeTable:
     gpus: list[int] = []
     models: list[str] = []
     seen: dict[str, int] = {}
-    with _open_rows(src) as fh:
+    with open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
-        pos = _read_header(reader, spath, NODE_COLUMNS, ())
+        pos = read_header(reader, spath, NODE_COLUMNS, ())
         header = sorted(pos, key=pos.__getitem__)
         i_sn, i_cpu, i_mem, i_gpu, i_model = (pos[c] for c in NODE_COLUMNS)
-        for line, row in _iter_rows(reader, spath, len(header), header):
+        for line, row in iter_rows(reader, spath, len(header), header):
             sn = row[i_sn]
             if not sn:
                 raise InputError(spath, "empty required field", line, "sn")
             if sn in seen:
                 raise InputError(spath, f"duplicate node name {sn!r} (first on line {seen[sn]})", line, "sn")
             seen[sn] = line
-            gpu = _uint(row[i_gpu], spath, line, "gpu")
+            gpu = uint_field(row[i_gpu], spath, line, "gpu")
             model = row[i_model]
             if model not in _KNOWN_MODELS:  # noqa: SIM102
                 if model or gpu:
@@ -376,8 +249,8 @@ def load_nodes(path: str | os.PathLike[str]) -> NodeTable:
                         )
                     raise _unknown_model(spath, line, "model", model)
             names.append(sn)
-            cpu.append(_uint(row[i_cpu], spath, line, "cpu_milli"))
-            mem.append(_uint(row[i_mem], spath, line, "memory_mib"))
+            cpu.append(uint_field(row[i_cpu], spath, line, "cpu_milli"))
+            mem.append(uint_field(row[i_mem], spath, line, "memory_mib"))
             gpus.append(gpu)
             models.append(model)
     if not names:
@@ -407,14 +280,14 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
     seen: dict[str, int] = {}
     spec_cache: dict[str, str] = {"": ""}
     spec: str | None  # a row's normalised gpu_spec (None only while a cache lookup missed)
-    with _open_rows(src) as fh:
+    with open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
-        pos = _read_header(reader, spath, POD_REQUIRED_COLUMNS, POD_OPTIONAL_COLUMNS)
+        pos = read_header(reader, spath, POD_REQUIRED_COLUMNS, POD_OPTIONAL_COLUMNS)
         header = sorted(pos, key=pos.__getitem__)
         i_name, i_cpu, i_mem, i_ngpu, i_milli = (pos[c] for c in POD_REQUIRED_COLUMNS)
         i_spec = pos.get("gpu_spec")
         time_idx = [(pos[c], c, out) for c, out in zip(time_cols, times) if c in pos]
-        for line, row in _iter_rows(reader, spath, len(header), header):
+        for line, row in iter_rows(reader, spath, len(header), header):
             name = row[i_name]
             if not name:
                 raise InputError(spath, "empty required field", line, "name")
@@ -423,8 +296,8 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
                     spath, f"duplicate pod name {name!r} (first on line {seen[name]})", line, "name"
                 )
             seen[name] = line
-            n = _uint(row[i_ngpu], spath, line, "num_gpu")
-            m = _uint(row[i_milli], spath, line, "gpu_milli")
+            n = uint_field(row[i_ngpu], spath, line, "num_gpu")
+            m = uint_field(row[i_milli], spath, line, "gpu_milli")
             spec = ""
             if i_spec is not None:
                 raw = row[i_spec]
@@ -441,14 +314,14 @@ def load_pods(path: str | os.PathLike[str]) -> PodTable:
             elif m > GPU_MILLI:
                 m = GPU_MILLI
             names.append(name)
-            cpu.append(_uint(row[i_cpu], spath, line, "cpu_milli"))
-            mem.append(_uint(row[i_mem], spath, line, "memory_mib"))
+            cpu.append(uint_field(row[i_cpu], spath, line, "cpu_milli"))
+            mem.append(uint_field(row[i_mem], spath, line, "memory_mib"))
             ngpu.append(n)
             milli.append(m)
             specs.append(spec)
             for idx, col, out in time_idx:
                 text = row[idx]
-                out.append(_uint(text, spath, line, col) if text else -1)
+                out.append(uint_field(text, spath, line, col) if text else -1)
     if not names:
         raise _no_rows(spath)
     creation, deletion, scheduled = (np.array(t, dtype=np.int64) if t else None for t in times)

@@ -28,7 +28,7 @@ from pathlib import Path
 from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.jobtrace import parse_float, parse_int
-from gpudefrag.workloads.openb import _iter_rows, _open_rows, _read_header
+from gpudefrag.workloads.strict_csv import iter_rows, open_rows, read_header
 
 __all__ = ["PHILLY_COLUMNS", "PHILLY_DATASET", "load_philly", "load_philly_csv", "philly_path"]
 
@@ -56,12 +56,12 @@ def load_philly_csv(path: str | os.PathLike[str], vc: str | None = None) -> list
     src = Path(path)
     spath = str(src)
     rows: list[tuple[datetime, float, int, str]] = []
-    with _open_rows(src) as fh:
+    with open_rows(src) as fh:
         reader = csv.reader(fh, strict=True)
-        pos = _read_header(reader, spath, PHILLY_COLUMNS, ())
+        pos = read_header(reader, spath, PHILLY_COLUMNS, ())
         header = sorted(pos, key=pos.__getitem__)
         i_time, i_duration, i_gpus, i_gpu_time, i_cluster = (pos[c] for c in PHILLY_COLUMNS)
-        for line, row in _iter_rows(reader, spath, len(header), header):
+        for line, row in iter_rows(reader, spath, len(header), header):
             when = _timestamp(row[i_time], spath, line)
             duration = parse_float(row[i_duration], spath, line, "duration", minimum=0.0, strict=True)
             gpus = parse_int(row[i_gpus], spath, line, "num_gpus", minimum=1)
