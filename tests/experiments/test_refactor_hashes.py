@@ -84,3 +84,40 @@ def test_the_1a_fixture_holds_every_run_of_the_suite() -> None:
 def test_a_1a_run_reproduces_its_recorded_decisions(mirror, variant: str, seed: int) -> None:
     run = run_variant(variant, seed, Suite1aConfig().workload, SolverConfig())
     assert run.decisions_sha256 == recorded_1a()[(variant, seed)]
+
+
+FIXTURE_DEFAULTS = FIXTURES / "suite1b_tuning_defaults_event_hashes.csv"
+"""Every run of ``gpudefrag suite 1b --seeds 42-46`` at the suite's own settings, restart sweep
+included, recorded at commit 2b13b60 before issue 54's refactor."""
+
+
+def recorded_defaults() -> dict[tuple[str, float, int, float], str]:
+    with FIXTURE_DEFAULTS.open() as fh:
+        return {
+            (r["variant"], float(r["load"]), int(r["seed"]), float(r["restart_s"])): r["event_hash"]
+            for r in csv.DictReader(fh)
+        }
+
+
+def test_the_defaults_fixture_holds_every_run_and_the_sweep() -> None:
+    config = Suite1bConfig()
+    runs = recorded_defaults()
+    main = {(v, x, s, config.restart_s) for v in config.variants for x in config.loads for s in range(42, 47)}
+    sweep = {
+        (v, config.sweep_load, s, r)
+        for v in config.sweep_variants
+        for s in range(42, 47)
+        for r in config.sweep_restart_s
+    }
+    assert set(runs) == main | sweep
+
+
+@pytest.mark.parametrize(
+    ("variant", "load", "seed", "restart_s"),
+    [("fgd+defrag", 1.1, 44, 60.0), ("fgd+defrag", 1.0, 45, 3600.0)],
+)
+def test_a_run_at_the_suites_settings_reproduces_its_recorded_event_hash(
+    mirror, variant: str, load: float, seed: int, restart_s: float
+) -> None:
+    result, _ = run_scenario(Suite1bConfig(), variant, load, seed, restart_s)
+    assert result.event_hash == recorded_defaults()[(variant, load, seed, restart_s)]
