@@ -88,9 +88,9 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.config2 import Suite2Config, make_variant
     from gpudefrag.experiments.suite2 import build_topology
     from gpudefrag.experiments.summary2 import summarise
-    from gpudefrag.gangs.simulator import GangSimConfig, simulate
     from gpudefrag.model.jobs import parse_constraint
     from gpudefrag.model.topology import load_topology
+    from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 
     _check_modes(args)
     topo_file = load_topology(args.topology_file) if args.topology_file else None

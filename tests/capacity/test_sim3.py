@@ -7,7 +7,6 @@ import pytest
 
 from gpudefrag.capacity.classes import BEST_EFFORT, PRODUCTION, RESEARCH
 from gpudefrag.capacity.failures import Outage
-from gpudefrag.capacity.sim3 import ElasticConfig, Sim3Config, simulate3
 from gpudefrag.capacity.spares import spare_nodes
 from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims
 from gpudefrag.gangs.objective import Workload
@@ -15,6 +14,8 @@ from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.volcano import VolcanoBinpack
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import superpod
+from gpudefrag.sim.capacity_model import ElasticConfig, Sim3Config
+from gpudefrag.sim.capacity_sim import simulate3
 
 H = 3600.0
 

@@ -14,9 +14,9 @@ from gpudefrag.experiments.suite2 import run_one
 from gpudefrag.experiments.summary2 import summarise
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
-from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.topology import uniform
+from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 
 
 def test_summary_counts_spread_and_one_leaf_gangs() -> None:

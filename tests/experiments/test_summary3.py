@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from gpudefrag.capacity.classes import RESEARCH
 from gpudefrag.capacity.failures import Outage
-from gpudefrag.capacity.sim3 import Sim3Config, simulate3
 from gpudefrag.experiments.summary3 import summarise3
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.topology import superpod
+from gpudefrag.sim.capacity_model import Sim3Config
+from gpudefrag.sim.capacity_sim import simulate3
 
 H = 3600.0
 

@@ -11,10 +11,10 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import Topology, superpod, uniform
+from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 
 
 def _ours(jobs: list[Job]) -> GangAware:
@@ -250,7 +250,7 @@ def test_defrag_sees_the_jobs_that_end_at_its_tick_as_ended() -> None:
 
 def test_a_move_during_a_restart_is_not_wasted_twice() -> None:
     sim_cfg = GangSimConfig(0, 1000, restart_s=30)
-    from gpudefrag.gangs.simulator import _Sim
+    from gpudefrag.sim.gang_sim import _Sim
 
     job = Job(1, 0, 10_000, 8)
     sim = _Sim(superpod(2), [job], _Spread(), None, sim_cfg)

@@ -11,7 +11,7 @@
 * **Elastic** (failures at the Llama 3 rate, victims ``ours``): ``fixed-peak`` (a fixed cluster
   sized for the window's peak hour, always on) and ``elastic`` (the same node pool plus
   ``burst_fraction`` of it as standby nodes, powered on and off,
-  :class:`~gpudefrag.capacity.sim3.ElasticConfig`).  Reference: ``fixed-peak``.
+  :class:`~gpudefrag.sim.capacity_sim.ElasticConfig`).  Reference: ``fixed-peak``.
 
 The preemption and spare studies run on the window's cluster sized for load 1.0 (suite 2's
 sizing); every variant of a (window, seed) sees the same jobs, classes and failure times, so
@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudefrag.capacity.failures import FailureConfig
-from gpudefrag.capacity.sim3 import ElasticConfig
 from gpudefrag.errors import ConfigError
+from gpudefrag.sim.capacity_model import ElasticConfig
 
 __all__ = ["STUDIES", "VARIANTS", "Suite3Config", "Variant3", "variant"]
 
@@ -98,7 +98,7 @@ class Suite3Config:
 
     checkpoint_wait_s: float = 600.0
     """How long a blocked research job may wait for its preemption victims' next checkpoints
-    (:class:`~gpudefrag.capacity.sim3.Sim3Config`; only ``ours`` ever waits).  Chosen on the
+    (:class:`~gpudefrag.sim.capacity_sim.Sim3Config`; only ``ours`` ever waits).  Chosen on the
     tuning windows on 2026-12-02, after confirmation-3 and before confirmation-4 was run (ours
     against kube, GPU-hours lost to preemption: 35.4 % fewer without waiting, 47.2 / 53.2 /
     56.5 % with 300 / 600 / 900 s; research p95 wait where it was 0 s: up to 162 / 425 / 650 s;

@@ -2,7 +2,7 @@
 
 For every window (:mod:`gpudefrag.workloads.suite_windows`), load (1.0, 1.25, 1.5: arrivals compressed,
 durations kept, the cluster sized for load 1.0) and variant (:mod:`gpudefrag.experiments.config2`)
-one simulation (:func:`gpudefrag.gangs.simulator.simulate`); all variants of a (window, load)
+one simulation (:func:`gpudefrag.sim.gang_sim.simulate`); all variants of a (window, load)
 see the same jobs and cluster, so differences are paired by window.
 """
 
@@ -17,9 +17,9 @@ from gpudefrag.experiments.config2 import Suite2Config, make_variant
 from gpudefrag.experiments.environment import record_executor
 from gpudefrag.experiments.executor import RunExecutor
 from gpudefrag.experiments.summary2 import summarise
-from gpudefrag.gangs.simulator import GangSimConfig, simulate
 from gpudefrag.model.jobs import parse_constraint
 from gpudefrag.model.topology import PRESETS, Topology, nvl72, superpod
+from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
 
 __all__ = ["Run2", "build_topology", "run_one", "run_suite", "tasks"]

@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 from gpudefrag.capacity.classes import assign_classes
 from gpudefrag.capacity.failures import failure_events
-from gpudefrag.capacity.sim3 import Sim3Config, simulate3
 from gpudefrag.capacity.spares import spare_nodes
 from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims, VictimRule
 from gpudefrag.experiments.config3 import Suite3Config, variant
@@ -40,6 +39,8 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import superpod
+from gpudefrag.sim.capacity_model import Sim3Config
+from gpudefrag.sim.capacity_sim import simulate3
 from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
 
 __all__ = ["Run3", "peak_nodes", "run_one", "run_suite", "tasks"]

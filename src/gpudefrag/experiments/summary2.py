@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from gpudefrag.gangs.simulator import GangSimResult
 from gpudefrag.model.topology import Topology
+from gpudefrag.sim.gang_sim import GangSimResult
 
 __all__ = ["SIZE_CLASSES", "summarise"]
 

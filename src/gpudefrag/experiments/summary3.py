@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpudefrag.capacity.classes import CLASS_NAMES
-from gpudefrag.capacity.sim3 import CAUSES, Sim3Result
+from gpudefrag.sim.capacity_model import CAUSES, Sim3Result
 
 __all__ = ["summarise3"]
 

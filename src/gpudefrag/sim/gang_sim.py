@@ -26,7 +26,6 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import heapq
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from gpudefrag.gangs.running import Running
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.topology import Topology
+from gpudefrag.sim.engine import EventQueue
 
 __all__ = ["GangSimConfig", "GangSimResult", "JobRecord", "simulate"]
 
@@ -110,11 +110,9 @@ class _Sim:
     ) -> None:
         self.state = GangState(topology)
         self.policy, self.defrag, self.cfg = policy, defrag, cfg
-        self.events: list[tuple[float, int, int, int, int]] = []
-        for seq, job in enumerate(jobs):
-            self.events.append((job.submit_s, _ARRIVE, seq, job.job_id, 0))
-        heapq.heapify(self.events)
-        self.seq = len(jobs)
+        self.events = EventQueue()  # (time, kind, push order): arrivals first, then ends
+        for job in jobs:
+            self.events.push(job.submit_s, _ARRIVE, (job.job_id, 0))
         self.jobs = {j.job_id: j for j in jobs}
         self.queue: list[tuple[int, float, int]] = []
         self.new_jobs: list[int] = []
@@ -134,8 +132,7 @@ class _Sim:
 
     # ---- events ----------------------------------------------------------------------------
     def _push_end(self, run: Running) -> None:
-        self.seq += 1
-        heapq.heappush(self.events, (run.end_s, _END, self.seq, run.job.job_id, run.token))
+        self.events.push(run.end_s, _END, (run.job.job_id, run.token))
 
     def _is_gang(self, job: Job) -> bool:
         return job.gpus > self.state.topology.max_gpus_per_node
@@ -318,14 +315,14 @@ class _Sim:
         next_tick = cfg.measure_start_s if self.defrag is not None else float("inf")
         snap, waiting, room = snapshot(self.state), False, queue_room(self.state, self.queued_milli)
         while True:
-            t_event = self.events[0][0] if self.events else float("inf")
+            t_event = self.events.peek_time()
             t = min(t_event, next_tick, cfg.measure_end_s)
             self.meter.advance(self.now, t, snap, waiting, room)
             self.now = t
             if t >= cfg.measure_end_s:
                 break
-            while self.events and self.events[0][0] == t:
-                _, kind, _, job_id, token = heapq.heappop(self.events)
+            while self.events.peek_time() == t:
+                _, kind, (job_id, token) = self.events.pop()
                 if kind == _ARRIVE:
                     job = self.jobs[job_id]
                     self.queue.append(self._key(job))
