@@ -173,3 +173,13 @@ def test_the_product_holds_no_fake_cluster() -> None:
         for p in files
         if "import gpudefrag_fakecluster" in p.read_text() or "from gpudefrag_fakecluster" in p.read_text()
     ]
+
+
+def test_no_module_of_the_package_is_over_400_lines() -> None:
+    """Small modules with one job each: none of the package over 400 lines."""
+    too_long = [
+        f"{p.relative_to(SRC).as_posix()}: {n} lines"
+        for p in sorted((SRC / PACKAGE).rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not too_long, "\n".join(too_long)
