@@ -48,6 +48,7 @@ from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
+from gpudefrag.model.migration import disruption_cost_gpu_s
 
 IntArray = npt.NDArray[np.int64]
 
@@ -114,8 +115,8 @@ class VictimRule(Protocol):
 
 def victim_cost_gpu_s(run: RunningJob, now_s: float, restart_s: float) -> float:
     """GPU-seconds lost by killing or moving ``run`` at ``now_s``: its GPUs x (work since its
-    last checkpoint + ``restart_s``)."""
-    return run.job.gpu_share * (max(0.0, now_s - run.last_checkpoint_s) + restart_s)
+    last checkpoint + ``restart_s``; :func:`~gpudefrag.model.migration.disruption_cost_gpu_s`)."""
+    return disruption_cost_gpu_s(run.job.gpu_share, now_s - run.last_checkpoint_s, restart_s)
 
 
 def cost_at_s(run: RunningJob, at_s: float, restart_s: float) -> float:
@@ -123,7 +124,7 @@ def cost_at_s(run: RunningJob, at_s: float, restart_s: float) -> float:
     (work since the checkpoint it will have taken by then + ``restart_s``), counting at most
     its next checkpoint (a wait is shorter than the checkpoint interval)."""
     ckpt = run.next_checkpoint_s if run.next_checkpoint_s <= at_s else run.last_checkpoint_s
-    return run.job.gpu_share * (max(0.0, at_s - ckpt) + restart_s)
+    return disruption_cost_gpu_s(run.job.gpu_share, at_s - ckpt, restart_s)
 
 
 def plan_cost_gpu_s(

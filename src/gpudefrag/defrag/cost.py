@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpudefrag.model.migration import disruption_cost_gpu_s
 from gpudefrag.model.pods import PodSpec
 
 CPU_POD_GPU_EQUIVALENT = 0.01
@@ -39,5 +40,6 @@ class MovablePod:
 
 
 def move_cost_gpu_s(pod: MovablePod, restart_s: float) -> float:
-    """GPU-seconds a move of ``pod`` costs: lost work plus restart, per GPU held."""
-    return pod.gpu_weight * (max(pod.lost_work_s, 0.0) + restart_s)
+    """GPU-seconds a move of ``pod`` costs (:func:`~gpudefrag.model.migration.disruption_cost_gpu_s`
+    of the GPUs it holds)."""
+    return disruption_cost_gpu_s(pod.gpu_weight, pod.lost_work_s, restart_s)

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.migration import disruption_cost_gpu_s
 
 __all__ = ["DefragPlan", "GangDefragmenter", "GangMove", "RunningInfo", "move_cost_gpu_s"]
 
@@ -52,9 +53,9 @@ class RunningInfo:
 
 
 def move_cost_gpu_s(job: Job, info: RunningInfo, now_s: float, restart_s: float) -> float:
-    """GPU-seconds a move wastes: the job's GPUs x (work since its last checkpoint + restart)."""
-    lost_s = max(0.0, now_s - info.last_checkpoint_s)
-    return job.gpu_share * (lost_s + restart_s)
+    """GPU-seconds a move wastes (:func:`~gpudefrag.model.migration.disruption_cost_gpu_s`: the
+    job's GPUs x (work since its last checkpoint + restart))."""
+    return disruption_cost_gpu_s(job.gpu_share, now_s - info.last_checkpoint_s, restart_s)
 
 
 class GangDefragmenter(Protocol):

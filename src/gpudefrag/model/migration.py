@@ -39,3 +39,12 @@ def last_checkpoint_work_s(work_s: float, interval_s: float, phase_s: float) -> 
     if work_s < phase_s or interval_s <= 0:
         return 0.0
     return phase_s + math.floor((work_s - phase_s) / interval_s) * interval_s
+
+
+def disruption_cost_gpu_s(gpus: float, lost_work_s: float, restart_s: float) -> float:
+    """What stopping a running unit (a pod or a whole gang) costs, whether it is moved or killed:
+    the work it loses since its last checkpoint (never below 0) plus its restart time, for every
+    GPU it holds (a share for a shared GPU): ``gpus * (max(lost_work_s, 0) + restart_s)``
+    GPU-seconds.  The one price of a move and of a preemption victim, in every simulator and in
+    the Kubernetes controller."""
+    return gpus * (max(lost_work_s, 0.0) + restart_s)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.migration import disruption_cost_gpu_s
 from gpudefrag.sim.capacity_core import CapacityCore
 from gpudefrag.sim.capacity_model import (
     POWERED,
@@ -138,7 +139,7 @@ class Elastic:
                     break
                 scratch.bind(run.job, dest)
                 moves.append((j, dest))
-                cost += run.job.gpu_share * (run.lost_work_s(c.now, iv) + rs)
+                cost += disruption_cost_gpu_s(run.job.gpu_share, run.lost_work_s(c.now, iv), rs)
             if len(moves) != len(job_ids) or cost > e.drain_max_cost_gpu_s:
                 continue
             for j, _ in moves:
