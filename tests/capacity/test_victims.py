@@ -331,7 +331,7 @@ def test_validate_plan_names_what_is_wrong():
     assert validate_plan(c.state, job, VictimPlan(9, (0,), (1,), (), 0.0)) is None
     assert "priority" in (validate_plan(c.state, job, VictimPlan(9, (1,), (2,), (), 0.0)) or "")
     assert "neither" in (validate_plan(c.state, job, VictimPlan(9, (0,), (), (), 0.0)) or "")
-    assert "preemptor" in (validate_plan(c.state, job, VictimPlan(9, (1,), (1,), (), 0.0)) or "")
+    assert "started job 9" in (validate_plan(c.state, job, VictimPlan(9, (1,), (1,), (), 0.0)) or "")
     bad_move = VictimPlan(9, (0,), (), (GangMove(1, (1,)),), 0.0)  # node 1 is full
     assert "moved job 1" in (validate_plan(c.state, job, bad_move) or "")
     gang = _job(8, 16, 2, c="required:leaf")

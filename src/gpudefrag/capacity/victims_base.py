@@ -9,10 +9,10 @@ Rules every plan keeps (:func:`validate_plan` checks them on a copy of the state
 
 * a victim has a lower priority than the preemptor, and evicting one pod of a gang evicts the
   whole gang (a plan names jobs, never pods);
-* replayed on ``state.copy()`` (every evicted and moved job unbound, then every moved job bound
-  at its ``to_nodes``, then the preemptor bound at ``nodes``) every bind succeeds, and every
-  job bound keeps the gang rules and its ``required`` topology constraint
-  (:func:`~gpudefrag.gangs.invariants.check_job`);
+* its statement (:func:`~gpudefrag.gangs.statements.plan_statement`: every evicted and moved
+  job unbound, then every moved job bound at its ``to_nodes``, then the preemptor bound at
+  ``nodes``) replays on a copy: every bind succeeds, and every job bound keeps the gang rules
+  and its ``required`` topology constraint (:func:`~gpudefrag.gangs.invariants.check_job`);
 * a plan touches at least one job (the simulator refuses an empty one).
 
 A plan's cost (:func:`victim_cost_gpu_s`, summed over evicted and moved jobs) is the GPU time it
@@ -43,10 +43,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.gangs.invariants import InvariantError, check_job
 from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.gangs.statements import plan_statement
+from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
 
@@ -170,22 +170,7 @@ def validate_plan(state: GangState, job: Job, plan: VictimPlan) -> str | None:
             return f"victim {j} is not running"
         if state.jobs[j].priority >= job.priority:
             return f"victim {j} has priority {state.jobs[j].priority} >= {job.priority}"
-    out = state.copy()
-    for j in touched:
-        out.unbind(j)
-    for m in plan.moves:
-        moved = state.jobs[m.job_id]
-        try:
-            out.bind(moved, list(m.to_nodes))
-            check_job(out, moved)
-        except (PlacementError, InvariantError) as e:
-            return f"moved job {m.job_id} to {list(m.to_nodes)}: {e}"
-    try:
-        out.bind(job, list(plan.nodes))
-        check_job(out, job)
-    except (PlacementError, InvariantError) as e:
-        return f"preemptor on {list(plan.nodes)}: {e}"
-    return None
+    return plan_statement(state, job, plan.nodes, plan.moves, plan.evict).why_not()
 
 
 def without(state: GangState, off: Iterable[int]) -> GangState:

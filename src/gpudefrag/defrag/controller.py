@@ -56,6 +56,7 @@ from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import Action, ClusterPort, Move, PendingPod, Reserve, RunningPod, RuntimeEstimator
+from gpudefrag.model.statement import PodLedger, Statement
 
 
 @dataclass
@@ -239,14 +240,12 @@ def request_table(pending: Sequence[PendingPod]) -> npt.NDArray[np.int64]:
 
 
 def _apply(state: ClusterState, running: list[MovablePod], moves: Sequence[PlannedMove]) -> list[MovablePod]:
-    """Bind the moved pods on their targets in ``state`` (their sources stay held through the
-    grace period) and return ``running`` with them no longer movable."""
+    """Commit the plan's statement to ``state``: every moved pod bound on its target, its source
+    held through the grace period; returns ``running`` with the moved pods no longer movable."""
     moved = {m.pod_id: m for m in moves}
-    out = []
-    for p in running:
-        m = moved.get(p.pod_id)
-        if m is not None:
-            state.bind(Placement(m.to_node, m.to_gpus, p.spec))
-            p = replace(p, movable=False)
-        out.append(p)
-    return out
+    on = {p.pod_id: Placement(p.node, p.gpus, p.spec) for p in running if p.pod_id in moved}
+    stmt: Statement[Placement, Placement] = Statement(PodLedger(state, on))
+    for m in moves:
+        stmt.move(m.pod_id, Placement(m.to_node, m.to_gpus, on[m.pod_id].pod), hold_source=True)
+    stmt.commit()
+    return [replace(p, movable=False) if p.pod_id in moved else p for p in running]

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from gpudefrag.gangs.invariants import InvariantError, check_job
 from gpudefrag.gangs.objective import node_deltas
 from gpudefrag.gangs.ours import GangAware, pick_whole_nodes
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.gangs.statements import job_statement
+from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
 
 __all__ = ["BatchConfig", "BatchGangPlacer"]
@@ -174,12 +174,10 @@ class BatchGangPlacer:
 
     @staticmethod
     def _valid(state: GangState, jobs: list[Job], plan: Assignment) -> bool:
-        scratch = state.copy()
         by_id = {j.job_id: j for j in jobs}
-        try:
-            for job_id, nodes in plan.items():
-                scratch.bind(by_id[job_id], nodes)
-                check_job(scratch, by_id[job_id])
-        except (PlacementError, InvariantError, KeyError):
+        if not set(plan) <= set(by_id):
             return False
-        return True
+        stmt = job_statement(state)
+        for job_id, nodes in plan.items():
+            stmt.bind(job_id, by_id[job_id], nodes)
+        return stmt.why_not() is None

@@ -1,16 +1,20 @@
 """The checks KAI's Consolidate action makes of a scenario (:mod:`gpudefrag.gangs.kai_consolidate`):
 victims' own GPUs and capacity, whether a victim moved, the scheduling-signature comparison
-(``common/minimal_job_comparison.go``), and the replay of a plan on a scratch copy."""
+(``common/minimal_job_comparison.go``), and the replay of a plan's statement on a scratch copy."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from gpudefrag.gangs.moves import DefragPlan
+from gpudefrag.gangs.statements import GangStatement
 from gpudefrag.model.gang_state import GangState, PlacementError, PodPlacement
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU as MILLI
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.statement import GangLedger, Ledger, Statement
 from gpudefrag.model.topology import Topology
 
 IntArray = npt.NDArray[np.int64]
@@ -65,21 +69,21 @@ def footprint_smaller(new: list[int], cur: list[int]) -> bool:
 
 
 def replay(work: GangState, plan: DefragPlan, job: Job) -> GangState | None:
-    """The plan on a copy of ``work`` as the simulator replays it, or None if a bind fails or a
-    moved job's required constraint breaks."""
-    out = work.copy()
-    try:
-        moved = [(out.unbind(m.job_id), m) for m in plan.moves]
-        for j, m in moved:
-            if not required_ok(out.topology, j, m.to_nodes):
-                return None
-            out.bind(j, list(m.to_nodes))
-        if not required_ok(out.topology, job, plan.nodes):
-            return None
-        out.bind(job, list(plan.nodes))
-    except (PlacementError, KeyError):
-        return None
-    return out
+    """The plan's statement applied to a copy of ``work`` (as the simulator commits it), or
+    None if a bind fails or a job it binds breaks its required constraint."""
+    stmt: GangStatement = Statement(GangLedger(work), _required_kept)
+    for m in plan.moves:
+        stmt.move(m.job_id, m.to_nodes)
+    out = stmt.bind(job.job_id, job, plan.nodes).replay()
+    return out.state if isinstance(out, GangLedger) else None
+
+
+def _required_kept(ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
+    """The check KAI makes of every job a scenario binds: its required constraint."""
+    assert isinstance(ledger, GangLedger)
+    nodes = tuple(p.node for p in ledger.state.placements[job.job_id])
+    if not required_ok(ledger.state.topology, job, nodes):
+        raise PlacementError(f"job {job.job_id} leaves its required '{job.constraint}' domain")
 
 
 def required_ok(topology: Topology, job: Job, nodes: tuple[int, ...]) -> bool:

@@ -6,7 +6,7 @@ executed."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -18,8 +18,10 @@ from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
 from gpudefrag.gangs.metrics import Meter
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.gangs.statements import GangStatement
+from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.statement import GangLedger, Ledger, Statement
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.capacity_model import (
     ARRIVE,
@@ -168,9 +170,11 @@ class CapacityCore:
         if self.down[nodes].any():
             raise InvariantError(f"job {job.job_id} bound on a down node: {nodes}")
 
-    def start(self, job: Job, nodes: list[int]) -> None:
-        """Start (or restart from its checkpoint) a queued job on ``nodes``."""
-        self.bind(job, nodes)
+    def start(self, job: Job, nodes: list[int], committed: bool = False) -> None:
+        """Start (or restart from its checkpoint) a queued job on ``nodes`` (``committed``: a
+        statement has bound it already)."""
+        if not committed:
+            self.bind(job, nodes)
         run = self.suspended.pop(job.job_id, None)
         if run is None:
             run = Running(job, self.now, self.now)
@@ -251,8 +255,9 @@ class CapacityCore:
         self.dirty = True
         self.replenish()
 
-    def kill(self, job_id: int, cause: str) -> None:
-        """Evict a running job: it loses the work since its last checkpoint and is requeued."""
+    def kill(self, job_id: int, cause: str, committed: bool = False) -> None:
+        """Evict a running job: it loses the work since its last checkpoint and is requeued
+        (``committed``: a statement has unbound it already)."""
         run = self.running.pop(job_id)
         iv = self.cfg.checkpoint_interval_s
         if run.work_start_s > self.now:  # still restarting: give back the unserved restart
@@ -262,7 +267,8 @@ class CapacityCore:
         run.work_start_s = self.now
         run.token += 1
         self.lose(run.job, lost, cause)
-        self.state.unbind(job_id)
+        if not committed:
+            self.state.unbind(job_id)
         self.suspended[job_id] = run
         self.kill_cause[job_id] = cause
         job = run.job
@@ -273,17 +279,21 @@ class CapacityCore:
         self.hash.update(f"K{job_id}@{self.now:.3f}:{cause}".encode())
         self.dirty = True
 
-    def move(self, job_id: int, to_nodes: list[int], cause: str = "migration") -> None:
-        """Move a running job (already unbound) to ``to_nodes``: restart from its checkpoint.
-        Its lost work and restart are charged to ``cause`` (``preemption`` for the moves of a
-        preemption plan: they are part of what that preemption costs)."""
+    def move(
+        self, job_id: int, to_nodes: list[int], cause: str = "migration", committed: bool = False
+    ) -> None:
+        """Move a running job (already unbound) to ``to_nodes``: restart from its checkpoint
+        (``committed``: a statement has bound it there already).  Its lost work and restart are
+        charged to ``cause`` (``preemption`` for the moves of a preemption plan: they are part
+        of what that preemption costs)."""
         run = self.running[job_id]
         if run.work_start_s > self.now:
             self.restart_waste(run.job, -1.0, run.work_start_s)
         lost = run.move(self.now, self.cfg.checkpoint_interval_s, self.cfg.restart_s)
         self.lose(run.job, lost, cause)
         self.restart_waste(run.job, 1.0, run.work_start_s, cause)
-        self.bind(run.job, to_nodes)
+        if not committed:
+            self.bind(run.job, to_nodes)
         self.push_end(run)
         self.count("moves")
         rec = self.records.get(job_id)
@@ -339,9 +349,48 @@ class CapacityCore:
         self._running_cache[key] = out
         return out
 
+    def statement(self) -> GangStatement:
+        """An empty statement on the run's state: every job it binds is checked as
+        :meth:`bind` checks it (its gang whole, its constraint kept, no down node)."""
+        return Statement(GangLedger(self.state), self._check_bound)
+
+    def _check_bound(self, ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
+        assert isinstance(ledger, GangLedger)
+        check_job(ledger.state, job)
+        nodes = [p.node for p in ledger.state.placements[job.job_id]]
+        if self.down[nodes].any():
+            raise InvariantError(f"job {job.job_id} bound on a down node: {nodes}")
+
+    def plan_statement(self, job: Job, plan: VictimPlan) -> GangStatement:
+        """The statement of a victim plan: evict, move, then start ``job``."""
+        stmt = self.statement()
+        for j in plan.evict:
+            stmt.evict(j)
+        for m in plan.moves:
+            stmt.move(m.job_id, m.to_nodes)
+        return stmt.bind(job.job_id, job, plan.nodes)
+
+    def execute(
+        self, stmt: GangStatement, kill_cause: str = "preemption", move_cause: str = "migration"
+    ) -> None:
+        """Commit ``stmt`` to the state, then run the lifecycle of every job it touched in the
+        statement's order: the evicted are killed (``kill_cause``), the moved restart from their
+        checkpoints (``move_cause``), the started leave the queue and start."""
+        stmt.commit()
+        for j in stmt.evictions:
+            self.kill(j, kill_cause, committed=True)
+        for m in stmt.moves:
+            self.move(m.unit_id, list(m.to), move_cause, committed=True)
+        for _, job, nodes in stmt.binds:
+            del self.queue[(-job.priority, job.submit_s, job.job_id)]
+            self.start(job, list(nodes), committed=True)
+
     def replay(
         self, job: Job, plan: VictimPlan, allowed: BoolArray, running: Mapping[int, RunningJob]
     ) -> bool:
+        """Whether ``plan`` may run now: it is for ``job``, every job it touches is one of
+        ``running`` (and named once), every node it binds is one the bound job may use, and its
+        statement replays on the state."""
         if plan.job_id != job.job_id or (not plan.evict and not plan.moves):
             return False
         touched = list(plan.evict) + [m.job_id for m in plan.moves]
@@ -349,21 +398,9 @@ class CapacityCore:
             return False
         if not allowed[list(plan.nodes)].all():
             return False
-        scratch = self.state.copy()
-        try:
-            for j in touched:
-                scratch.unbind(j)
-            for m in plan.moves:
-                moved = self.jobs[m.job_id]
-                if not self.allowed(moved)[list(m.to_nodes)].all():
-                    return False
-                scratch.bind(moved, list(m.to_nodes))
-                check_job(scratch, moved)
-            scratch.bind(job, list(plan.nodes))
-            check_job(scratch, job)
-        except (PlacementError, InvariantError):
+        if not all(self.allowed(self.jobs[m.job_id])[list(m.to_nodes)].all() for m in plan.moves):
             return False
-        return True
+        return self.plan_statement(job, plan).why_not() is None
 
     def check(self) -> None:
         check_state(self.state)

@@ -75,12 +75,7 @@ class Elastic:
         if not c.replay(job, plan, allowed, running):
             c.count("plans_refused")
             return False
-        for m in plan.moves:
-            c.state.unbind(m.job_id)
-        for m in plan.moves:
-            c.move(m.job_id, list(m.to_nodes))
-        del c.queue[(-job.priority, job.submit_s, job.job_id)]
-        c.start(job, list(plan.nodes))
+        c.execute(c.plan_statement(job, plan))
         return True
 
     def power_on(self) -> None:
@@ -142,10 +137,10 @@ class Elastic:
                 cost += disruption_cost_gpu_s(run.job.gpu_share, run.lost_work_s(c.now, iv), rs)
             if len(moves) != len(job_ids) or cost > e.drain_max_cost_gpu_s:
                 continue
-            for j, _ in moves:
-                c.state.unbind(j)
+            stmt = c.statement()
             for j, dest in moves:
-                c.move(j, dest)
+                stmt.move(j, dest)
+            c.execute(stmt)
             c.count("drains")
             # released at once, as a consolidation deletes the node it emptied: left on, an
             # empty node would take the next job and be drained again

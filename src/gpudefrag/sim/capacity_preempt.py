@@ -79,16 +79,9 @@ class Preemption:
         if not c.replay(job, plan, allowed, running):
             c.count("plans_refused")
             return REFUSED
-        for j in plan.evict:
-            c.kill(j, "preemption")
-            c.count("preempted_jobs")
-        for m in plan.moves:
-            c.state.unbind(m.job_id)
-        for m in plan.moves:
-            c.move(m.job_id, list(m.to_nodes), "preemption")
+        c.execute(c.plan_statement(job, plan), "preemption", "preemption")
+        c.count("preempted_jobs", len(plan.evict))
         c.count("preemptions")
-        del c.queue[(-job.priority, job.submit_s, job.job_id)]
-        c.start(job, list(plan.nodes))
         return STARTED
 
     def evict_spare_best_effort(self, job: Job, allowed: BoolArray) -> bool:
@@ -111,10 +104,10 @@ class Preemption:
         if nodes is None:
             return False
         chosen = set(nodes)
+        stmt = c.statement()
         for j in candidates:
             if any(p.node in chosen for p in c.state.placements[j]):
-                c.kill(j, "preemption")
-                c.count("spare_evictions")
-        del c.queue[(-job.priority, job.submit_s, job.job_id)]
-        c.start(job, nodes)
+                stmt.evict(j)
+        c.execute(stmt.bind(job.job_id, job, nodes), "preemption")
+        c.count("spare_evictions", len(stmt.evictions))
         return True

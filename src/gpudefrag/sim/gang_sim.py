@@ -30,13 +30,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
+from gpudefrag.gangs.invariants import check_job, check_state
 from gpudefrag.gangs.metrics import Meter, queue_room, snapshot
 from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter, RunningInfo
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.gangs.statements import plan_statement
+from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.statement import StatementError
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.engine import EventQueue
 
@@ -143,6 +145,10 @@ class _Sim:
         self._count_queued(job, -1)
         self.state.bind(job, nodes)
         check_job(self.state, job)
+        self._started(job, nodes)
+
+    def _started(self, job: Job, nodes: list[int]) -> None:
+        """The bookkeeping of a start, once ``job`` is bound on ``nodes``."""
         run = Running(job, self.now, self.now)
         self.running[job.job_id] = run
         self._push_end(run)
@@ -237,44 +243,31 @@ class _Sim:
             for j, r in self.running.items()
         }
 
-    def _replay(self, plan: DefragPlan) -> GangState | None:
-        scratch = self.state.copy()
-        try:
-            moved = [self.jobs[m.job_id] for m in plan.moves]
-            for m in plan.moves:
-                if m.job_id not in self.running:
-                    return None
-                scratch.unbind(m.job_id)
-            for m, job in zip(plan.moves, moved):
-                scratch.bind(job, list(m.to_nodes))
-                check_job(scratch, job)
-            blocked = self.jobs[plan.job_id]
-            scratch.bind(blocked, list(plan.nodes))
-            check_job(scratch, blocked)
-        except (PlacementError, InvariantError, KeyError):
-            return None
-        return scratch
-
     def _execute(self, plan: DefragPlan) -> None:
+        """Commit the plan's statement (the moves, then the blocked job's start) and count it."""
         queued = {k[2] for k in self.queue}
-        if plan.job_id not in queued or self._replay(plan) is None:
+        blocked = self.jobs[plan.job_id]
+        try:
+            if plan.job_id not in queued:
+                raise StatementError(f"job {plan.job_id} is not queued")
+            plan_statement(self.state, blocked, plan.nodes, plan.moves).commit()
+        except StatementError:
             self.result.plans_refused += 1
             return
         iv, rs = self.cfg.checkpoint_interval_s, self.cfg.restart_s
         for m in plan.moves:
-            self.state.unbind(m.job_id)
-        for m in plan.moves:
             run = self.running[m.job_id]
             self._unwaste_restart(run)
             lost = run.move(self.now, iv, rs)
-            self.state.bind(run.job, list(m.to_nodes))
             self._push_end(run)
             self.result.migrations += 1
             self.result.gang_moves += len(self.state.pods_of(run.job)) > 1
             self._waste(run.job, lost)
             self.hash.update(f"M{m.job_id}@{self.now:.3f}:{m.to_nodes}".encode())
         self.queue = [k for k in self.queue if k[2] != plan.job_id]
-        self._start(self.jobs[plan.job_id], list(plan.nodes))
+        self.queued_gangs -= self._is_gang(blocked)
+        self._count_queued(blocked, -1)
+        self._started(blocked, list(plan.nodes))
         self.result.plans += 1
         self.full_pass = True
 
