@@ -96,6 +96,7 @@ from gpudefrag.sim.capacity_model import (
     Sim3Result,
 )
 from gpudefrag.sim.capacity_preempt import Preemption
+from gpudefrag.sim.engine import run_events
 
 __all__ = ["simulate3"]
 
@@ -174,43 +175,49 @@ class _Sim3:
                 refused.add(shape)
 
     def run(self) -> Sim3Result:
+        """The run on the event loop: at every event time, the failures, repairs, arrivals,
+        ends and wake-ups, then scheduling passes until nothing changes, then (at an elastic
+        tick) the elastic decisions and passes again."""
         c = self.core
         cfg = c.cfg
         snap = snapshot(c.state)
-        while True:
-            t_event = c.events.peek_time()
-            t = min(t_event, cfg.measure_end_s)
+        tick = False
+
+        def advance(t: float) -> None:
             c.meter.advance(c.now, t, snap, False)
             lo, hi = max(c.now, cfg.measure_start_s), min(t, cfg.measure_end_s)
             if hi > lo:
                 c.result.node_s += float(c.powered.sum()) * (hi - lo)
             c.now = t
-            if t >= cfg.measure_end_s:
-                break
-            tick = False
-            while c.events.peek_time() == t:
-                _, kind, (who, token) = c.events.pop()
-                if kind == FAIL:
-                    c.fail(who)
-                elif kind == REPAIR:
-                    c.repair(who)
-                elif kind == POWERED:
-                    self.elastic.powered_on(who)
-                elif kind == TICK:
-                    tick = True
-                elif kind == WAKE:
-                    c.dirty = True
-                elif kind == ARRIVE:
-                    job = c.jobs[who]
-                    c.queue[(-job.priority, job.submit_s, job.job_id)] = None
-                    c.dirty = True
-                else:
-                    c.end(who, token)
+
+        def on_event(t: float, kind: int, payload: tuple[int, int]) -> None:
+            nonlocal tick
+            who, token = payload
+            if kind == FAIL:
+                c.fail(who)
+            elif kind == REPAIR:
+                c.repair(who)
+            elif kind == POWERED:
+                self.elastic.powered_on(who)
+            elif kind == TICK:
+                tick = True
+            elif kind == WAKE:
+                c.dirty = True
+            elif kind == ARRIVE:
+                job = c.jobs[who]
+                c.queue[(-job.priority, job.submit_s, job.job_id)] = None
+                c.dirty = True
+            else:
+                c.end(who, token)
+
+        def after_events(t: float) -> None:
+            nonlocal snap, tick
             for _ in range(8):  # kills requeue jobs: try again until nothing changes
                 if not c.dirty:
                     break
                 self.scheduling_pass()
             if tick:  # elastic decisions see the queue the pass left: the jobs really blocked
+                tick = False
                 self.elastic.tick()
                 for _ in range(8):
                     if not c.dirty:
@@ -219,6 +226,8 @@ class _Sim3:
             if cfg.check_every_event:
                 c.check()
             snap = snapshot(c.state)
+
+        run_events(c.events, cfg.measure_end_s, on_event, advance, after_events)
         c.check()
         return c.finish()
 

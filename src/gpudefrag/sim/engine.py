@@ -1,4 +1,5 @@
-"""A tiny discrete-event engine: a heap of events and a hash of everything processed.
+"""A tiny discrete-event engine: a heap of events, the one event loop every simulator runs
+(:func:`run_events`), and a hash of everything processed.
 
 Events are ordered by the key ``(time_s, event_class, seq)``: earlier times first; at equal
 times the lower event class first (the simulator fixes the class order, e.g. completions
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 
@@ -43,6 +45,41 @@ class EventQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+def _no_wake() -> float:
+    return float("inf")
+
+
+def run_events(
+    queue: EventQueue,
+    end_s: float,
+    on_event: Callable[[float, int, Any], None],
+    advance: Callable[[float], None],
+    after_events: Callable[[float], None] | None = None,
+    wake_s: Callable[[], float] = _no_wake,
+    events_at_end: bool = False,
+) -> None:
+    """The event loop of every simulator.
+
+    Each step: the time ``t`` becomes the earliest of the next event, ``wake_s()`` (a time the
+    driver wants a step at without an event, a periodic tick say) and ``end_s``;
+    ``advance(t)`` is called (the driver accounts for the time that passed); the loop ends at
+    ``end_s``; else every event at ``t`` is handed to ``on_event(t, class, payload)`` in key
+    order, those pushed at ``t`` while handling them included, and then ``after_events(t)``
+    runs (a scheduling pass, say).  ``events_at_end``: events at exactly ``end_s`` are handled
+    (and ``after_events`` runs after them) before the loop ends.
+    """
+    while True:
+        t = min(queue.peek_time(), wake_s(), end_s)
+        advance(t)
+        if t >= end_s and not (events_at_end and queue.peek_time() == t):
+            return
+        while queue.peek_time() == t:
+            _, event_class, payload = queue.pop()
+            on_event(t, event_class, payload)
+        if after_events is not None:
+            after_events(t)
 
 
 def _canonical(value: Any) -> str:

@@ -40,7 +40,7 @@ from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.statement import StatementError
 from gpudefrag.model.topology import Topology
-from gpudefrag.sim.engine import EventQueue
+from gpudefrag.sim.engine import EventQueue, run_events
 
 __all__ = ["GangSimConfig", "GangSimResult", "JobRecord", "simulate"]
 
@@ -304,37 +304,43 @@ class _Sim:
 
     # ---- main loop -------------------------------------------------------------------------
     def run(self) -> GangSimResult:
+        """The run on the event loop: a step at every event time and every defragmentation
+        tick; at each, the arrivals and ends, then a scheduling pass, then (at a tick) the
+        defragmenter and, if it started jobs or changed reservations, another pass."""
         cfg = self.cfg
-        next_tick = cfg.measure_start_s if self.defrag is not None else float("inf")
+        tick = [cfg.measure_start_s if self.defrag is not None else float("inf")]
         snap, waiting, room = snapshot(self.state), False, queue_room(self.state, self.queued_milli)
-        while True:
-            t_event = self.events.peek_time()
-            t = min(t_event, next_tick, cfg.measure_end_s)
+
+        def advance(t: float) -> None:
             self.meter.advance(self.now, t, snap, waiting, room)
             self.now = t
-            if t >= cfg.measure_end_s:
-                break
-            while self.events.peek_time() == t:
-                _, kind, (job_id, token) = self.events.pop()
-                if kind == _ARRIVE:
-                    job = self.jobs[job_id]
-                    self.queue.append(self._key(job))
-                    self.new_jobs.append(job_id)
-                    self.queued_gangs += self._is_gang(job)
-                    self._count_queued(job, +1)
-                else:
-                    self._end(job_id, token)
+
+        def on_event(t: float, kind: int, payload: tuple[int, int]) -> None:
+            job_id, token = payload
+            if kind == _ARRIVE:
+                job = self.jobs[job_id]
+                self.queue.append(self._key(job))
+                self.new_jobs.append(job_id)
+                self.queued_gangs += self._is_gang(job)
+                self._count_queued(job, +1)
+            else:
+                self._end(job_id, token)
+
+        def after_events(t: float) -> None:
+            nonlocal snap, waiting, room
             self.queue.sort()
             self._pass()
-            if t == next_tick:  # after the events and the pass: it sees only jobs still blocked
+            if t == tick[0]:  # after the events and the pass: it sees only jobs still blocked
                 self._defrag()
-                next_tick += cfg.defrag_tick_s
+                tick[0] += cfg.defrag_tick_s
                 if self.full_pass:
                     self._pass()
             if cfg.check_every_event:
                 check_state(self.state)
             snap, waiting = snapshot(self.state), self.queued_gangs > 0
             room = queue_room(self.state, self.queued_milli)
+
+        run_events(self.events, cfg.measure_end_s, on_event, advance, after_events, lambda: tick[0])
         check_state(self.state)
         return self._finish()
 

@@ -28,6 +28,7 @@ from gpudefrag.model.constants import GPU_MILLI_PER_GPU
 from gpudefrag.model.port import Defragmenter, Scheduler
 from gpudefrag.sim.config import TimedConfig
 from gpudefrag.sim.core import SimCore
+from gpudefrag.sim.engine import run_events
 from gpudefrag.sim.events import ARRIVAL, Event, Payload, PlacementLog
 from gpudefrag.sim.invariants import InvariantChecker
 from gpudefrag.sim.lifecycle import COMPLETED, PENDING, REJECTED
@@ -112,33 +113,36 @@ class Simulator:
         return wrapped
 
     def _loop(self, handlers: tuple[Handler, ...]) -> tuple[float, float, float]:
-        """The event loop; (allocated GPU milli x s, whole free GPU milli x s, window s)."""
+        """The run on the event loop (every event up to the horizon, those at it included);
+        (allocated GPU milli x s, whole free GPU milli x s, window s)."""
         core = self.core
         w, q, ledger, touched = core.workload, core.events, core.ledger, core.touched
         state = ledger.state
         H, W = float(w.horizon_s), float(w.warmup_s)
         if core.n_pods:
             q.push(float(w.arrival_s[0]), ARRIVAL, (0,))
-        area, whole_area, last = 0.0, 0.0, W
-        while len(q) and q.peek_time() <= H:
-            t, cls, payload = q.pop()
+        areas = [0.0, 0.0, W]  # allocated, whole free, the time they were counted to
+
+        def advance(t: float) -> None:
+            last = areas[2]
             if t > last:
-                area += state.used_gpu_milli * (t - last)
-                whole_area += ledger.whole_free_gpus * GPU_MILLI_PER_GPU * (t - last)
-                last = t
+                areas[0] += state.used_gpu_milli * (t - last)
+                areas[1] += ledger.whole_free_gpus * GPU_MILLI_PER_GPU * (t - last)
+                areas[2] = t
+
+        def on_event(t: float, cls: int, payload: Any) -> None:
             logged = handlers[cls](t, payload)
             if logged is None:  # a stale event
-                continue
+                return
             core.log.record(t, cls, logged)
             if self.hook is not None:
                 self.hook(self, t, cls, logged)
             if self._check is not None:
                 self._check(t, cls, payload)
             touched.clear()
-        if last < H:
-            area += state.used_gpu_milli * (H - last)
-            whole_area += ledger.whole_free_gpus * GPU_MILLI_PER_GPU * (H - last)
-        return area, whole_area, H - W
+
+        run_events(q, H, on_event, advance, events_at_end=True)
+        return areas[0], areas[1], H - W
 
     # ------------------------------------------------------------------ handlers
     def _on_arrival(self, t: float, payload: tuple[int]) -> tuple[int]:
