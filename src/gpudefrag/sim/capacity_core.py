@@ -6,22 +6,19 @@ executed."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from gpudefrag.capacity.classes import BEST_EFFORT, PREEMPTIBLE
+from gpudefrag.capacity.classes import BEST_EFFORT
 from gpudefrag.capacity.failures import Outage
 from gpudefrag.capacity.spares import may_use_spares
-from gpudefrag.capacity.victims import RunningJob, VictimPlan, VictimRule
+from gpudefrag.capacity.victims import VictimRule
 from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
 from gpudefrag.gangs.metrics import Meter
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.gangs.statements import GangStatement
 from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Job
-from gpudefrag.model.statement import GangLedger, Ledger, Statement
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.capacity_model import (
     ARRIVE,
@@ -101,8 +98,6 @@ class CapacityCore:
         self._views: dict[bytes, GangState] = {}
         self._views_version = -1
         self.maxima: dict[tuple[bool, bool, int], tuple[tuple[int, int], int, int, int]] = {}
-        self._running_cache: dict[tuple[bytes, int], dict[int, RunningJob]] = {}
-        self._running_stamp: tuple[int, float] = (-1, -1.0)
 
     def allowed(self, job: Job) -> BoolArray:
         """Nodes ``job`` may use now."""
@@ -324,83 +319,6 @@ class CapacityCore:
         self.down[node] = False
         self.dirty = True
         self.replenish()
-
-    def running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningJob]:
-        """Running jobs of priority below ``below`` whose pods all sit on allowed nodes (cached
-        until the state or the time changes)."""
-        stamp = (self.state.version, self.now)
-        if self._running_stamp != stamp:
-            self._running_cache, self._running_stamp = {}, stamp
-        key = (allowed.tobytes(), below)
-        cached = self._running_cache.get(key)
-        if cached is not None:
-            return cached
-        iv = self.cfg.checkpoint_interval_s
-        out: dict[int, RunningJob] = {}
-        for job_id, run in self.running.items():
-            job = run.job
-            if job.priority >= below:
-                continue
-            nodes = [p.node for p in self.state.placements[job_id]]
-            if not allowed[nodes].all():
-                continue
-            last_s = run.last_checkpoint_s(self.now, iv)
-            out[job_id] = RunningJob(job, run.first_start_s, last_s, job.priority in PREEMPTIBLE, last_s + iv)
-        self._running_cache[key] = out
-        return out
-
-    def statement(self) -> GangStatement:
-        """An empty statement on the run's state: every job it binds is checked as
-        :meth:`bind` checks it (its gang whole, its constraint kept, no down node)."""
-        return Statement(GangLedger(self.state), self._check_bound)
-
-    def _check_bound(self, ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
-        assert isinstance(ledger, GangLedger)
-        check_job(ledger.state, job)
-        nodes = [p.node for p in ledger.state.placements[job.job_id]]
-        if self.down[nodes].any():
-            raise InvariantError(f"job {job.job_id} bound on a down node: {nodes}")
-
-    def plan_statement(self, job: Job, plan: VictimPlan) -> GangStatement:
-        """The statement of a victim plan: evict, move, then start ``job``."""
-        stmt = self.statement()
-        for j in plan.evict:
-            stmt.evict(j)
-        for m in plan.moves:
-            stmt.move(m.job_id, m.to_nodes)
-        return stmt.bind(job.job_id, job, plan.nodes)
-
-    def execute(
-        self, stmt: GangStatement, kill_cause: str = "preemption", move_cause: str = "migration"
-    ) -> None:
-        """Commit ``stmt`` to the state, then run the lifecycle of every job it touched in the
-        statement's order: the evicted are killed (``kill_cause``), the moved restart from their
-        checkpoints (``move_cause``), the started leave the queue and start."""
-        stmt.commit()
-        for j in stmt.evictions:
-            self.kill(j, kill_cause, committed=True)
-        for m in stmt.moves:
-            self.move(m.unit_id, list(m.to), move_cause, committed=True)
-        for _, job, nodes in stmt.binds:
-            del self.queue[(-job.priority, job.submit_s, job.job_id)]
-            self.start(job, list(nodes), committed=True)
-
-    def replay(
-        self, job: Job, plan: VictimPlan, allowed: BoolArray, running: Mapping[int, RunningJob]
-    ) -> bool:
-        """Whether ``plan`` may run now: it is for ``job``, every job it touches is one of
-        ``running`` (and named once), every node it binds is one the bound job may use, and its
-        statement replays on the state."""
-        if plan.job_id != job.job_id or (not plan.evict and not plan.moves):
-            return False
-        touched = list(plan.evict) + [m.job_id for m in plan.moves]
-        if len(set(touched)) != len(touched) or any(j not in running for j in touched):
-            return False
-        if not allowed[list(plan.nodes)].all():
-            return False
-        if not all(self.allowed(self.jobs[m.job_id])[list(m.to_nodes)].all() for m in plan.moves):
-            return False
-        return self.plan_statement(job, plan).why_not() is None
 
     def check(self) -> None:
         check_state(self.state)

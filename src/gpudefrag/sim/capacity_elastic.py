@@ -14,13 +14,14 @@ from gpudefrag.sim.capacity_model import (
     TICK,
     BoolArray,
 )
+from gpudefrag.sim.capacity_plans import CapacityPlans
 
 
 class Elastic:
     """Elastic mode's decisions over one run's :class:`~gpudefrag.sim.capacity_core.CapacityCore`."""
 
-    def __init__(self, core: CapacityCore) -> None:
-        self.core = core
+    def __init__(self, core: CapacityCore, plans: CapacityPlans) -> None:
+        self.core, self.plans = core, plans
 
     def powered_on(self, node: int) -> None:
         c = self.core
@@ -66,16 +67,16 @@ class Elastic:
         probe = Job(
             job.job_id, job.submit_s, job.duration_s, job.gpus, job.gpu_milli, 1 << 30, job.constraint
         )
-        running = c.running_jobs(allowed, probe.priority)
+        running = self.plans.running_jobs(allowed, probe.priority)
         if not running:
             return False
         plan = c.victims.choose(c.view(allowed).copy(), probe, running, c.policy, c.now, c.cfg.restart_s)
         if plan is None or plan.evict or not plan.moves or plan.cost_gpu_s > job.gpu_share * provision_s:
             return False
-        if not c.replay(job, plan, allowed, running):
+        if not self.plans.replay(job, plan, allowed, running):
             c.count("plans_refused")
             return False
-        c.execute(c.plan_statement(job, plan))
+        self.plans.execute(self.plans.plan_statement(job, plan))
         return True
 
     def power_on(self) -> None:
@@ -137,10 +138,10 @@ class Elastic:
                 cost += disruption_cost_gpu_s(run.job.gpu_share, run.lost_work_s(c.now, iv), rs)
             if len(moves) != len(job_ids) or cost > e.drain_max_cost_gpu_s:
                 continue
-            stmt = c.statement()
+            stmt = self.plans.statement()
             for j, dest in moves:
                 stmt.move(j, dest)
-            c.execute(stmt)
+            self.plans.execute(stmt)
             c.count("drains")
             # released at once, as a consolidation deletes the node it emptied: left on, an
             # empty node would take the next job and be drained again

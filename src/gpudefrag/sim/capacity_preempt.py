@@ -19,13 +19,14 @@ from gpudefrag.sim.capacity_model import (
     BoolArray,
     Waiting,
 )
+from gpudefrag.sim.capacity_plans import CapacityPlans
 
 
 class Preemption:
     """Preemption over one run's :class:`~gpudefrag.sim.capacity_core.CapacityCore`."""
 
-    def __init__(self, core: CapacityCore) -> None:
-        self.core = core
+    def __init__(self, core: CapacityCore, plans: CapacityPlans) -> None:
+        self.core, self.plans = core, plans
 
     def may_wait_s(self, job: Job) -> float | None:
         """How long ``job`` may still wait for its victims' checkpoints (module docstring);
@@ -49,7 +50,7 @@ class Preemption:
         may_wait_s = self.may_wait_s(job)
         if may_wait_s is None:
             return WAITING
-        running = c.running_jobs(allowed, job.priority)
+        running = self.plans.running_jobs(allowed, job.priority)
         if c.waiting and job.priority < PRODUCTION:  # victims another job still waits for are its
             claimed = {
                 v for j, w in c.waiting.items() if j != job.job_id and w.asks_at_s > c.now for v in w.victims
@@ -76,10 +77,10 @@ class Preemption:
             c.count("preemption_waits")
             c.hash.update(f"W{job.job_id}@{c.now:.3f}:{plan.not_before_s:.3f}".encode())
             return WAITING
-        if not c.replay(job, plan, allowed, running):
+        if not self.plans.replay(job, plan, allowed, running):
             c.count("plans_refused")
             return REFUSED
-        c.execute(c.plan_statement(job, plan), "preemption", "preemption")
+        self.plans.execute(self.plans.plan_statement(job, plan), "preemption", "preemption")
         c.count("preempted_jobs", len(plan.evict))
         c.count("preemptions")
         return STARTED
@@ -104,10 +105,10 @@ class Preemption:
         if nodes is None:
             return False
         chosen = set(nodes)
-        stmt = c.statement()
+        stmt = self.plans.statement()
         for j in candidates:
             if any(p.node in chosen for p in c.state.placements[j]):
                 stmt.evict(j)
-        c.execute(stmt.bind(job.job_id, job, nodes), "preemption")
+        self.plans.execute(stmt.bind(job.job_id, job, nodes), "preemption")
         c.count("spare_evictions", len(stmt.evictions))
         return True

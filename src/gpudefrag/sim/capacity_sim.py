@@ -95,6 +95,7 @@ from gpudefrag.sim.capacity_model import (
     Sim3Config,
     Sim3Result,
 )
+from gpudefrag.sim.capacity_plans import CapacityPlans
 from gpudefrag.sim.capacity_preempt import Preemption
 from gpudefrag.sim.engine import run_events
 
@@ -115,8 +116,9 @@ class _Sim3:
         cfg: Sim3Config,
     ) -> None:
         self.core = CapacityCore(topology, jobs, policy, victims, outages, spares, cfg)
-        self.elastic = Elastic(self.core)
-        self.preemption = Preemption(self.core)
+        plans = CapacityPlans(self.core)
+        self.elastic = Elastic(self.core, plans)
+        self.preemption = Preemption(self.core, plans)
 
     def fits_somewhere(self, job: Job, allowed: BoolArray, flags: tuple[bool, bool, int]) -> bool:
         """A necessary condition for placing ``job`` on its view: a node with room for its
