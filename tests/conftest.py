@@ -74,7 +74,7 @@ def mirror() -> Path:
 @pytest.fixture(scope="session")
 def default_inputs(mirror):
     """``workload_inputs('openb_pod_list_default')``: original pods, typical pods, GPU nodes."""
-    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.experiments.common.inputs import workload_inputs
 
     return workload_inputs("openb_pod_list_default")
 

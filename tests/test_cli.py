@@ -176,7 +176,7 @@ def test_malformed_trace_exits_2_naming_file_line_column(
 ):
     bad = _bad_copy(mirror, tmp_path, line_no, mutate)
     # No CLI command takes a user file path; route the workload loader to the bad copy instead.
-    monkeypatch.setattr("gpudefrag.experiments.inputs.load_workload", lambda name: load_pods(bad))
+    monkeypatch.setattr("gpudefrag.experiments.common.inputs.load_workload", lambda name: load_pods(bad))
     rc = main(
         [
             "run",
@@ -212,7 +212,7 @@ def test_unsupported_pod_shape_exits_2(mirror, tmp_path, monkeypatch, capsys):
     bad.write_text(
         ",".join(header) + "\n" + "\n".join(",".join(r[c] for c in header) for r in (row, row2)) + "\n"
     )
-    monkeypatch.setattr("gpudefrag.experiments.inputs.load_workload", lambda name: load_pods(bad))
+    monkeypatch.setattr("gpudefrag.experiments.common.inputs.load_workload", lambda name: load_pods(bad))
     assert main(["run", "--workload", "default", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     line = _assert_one_line_error(capsys.readouterr().err)
     assert str(bad) in line and "line 3" in line and "multi-GPU" in line

@@ -165,7 +165,7 @@ def test_a_bad_value_is_one_line_and_exit_2(
 def _set_keys() -> list[tuple[str, str]]:
     from dataclasses import fields, is_dataclass
 
-    from gpudefrag.experiments.config1b import Suite1bConfig
+    from gpudefrag.experiments.suite1b.config import Suite1bConfig
     from gpudefrag.settings import _hints, bounds_of
 
     out = []
@@ -203,8 +203,8 @@ def test_a_bad_setting_is_one_line_and_exit_2(
 
 
 def test_every_numeric_setting_has_a_range() -> None:
-    from gpudefrag.experiments.config1b import Suite1bConfig
-    from gpudefrag.experiments.overrides import _scalar_keys
+    from gpudefrag.experiments.common.overrides import _scalar_keys
+    from gpudefrag.experiments.suite1b.config import Suite1bConfig
 
     checked = {k for k, _ in _set_keys()}
     numeric = {k for k in _scalar_keys(Suite1bConfig()) if k not in ("workload", "runtime_estimates")}
@@ -282,7 +282,7 @@ def test_the_names_the_parser_knows_are_the_packages() -> None:
     """The parser names policies and variants without loading them: the lists must agree."""
     from gpudefrag.cli_args import POLICY_NAMES_CLI
     from gpudefrag.cli_suite1 import KNOWN_VARIANTS
-    from gpudefrag.experiments.config1b import KNOWN_VARIANTS as SUITE1B_VARIANTS
+    from gpudefrag.experiments.suite1b.config import KNOWN_VARIANTS as SUITE1B_VARIANTS
     from gpudefrag.policies.registry import POLICY_NAMES
 
     assert set(POLICY_NAMES_CLI) == set(POLICY_NAMES) and len(POLICY_NAMES_CLI) == len(POLICY_NAMES)

@@ -18,9 +18,9 @@ import pytest
 from gpudefrag.cli import build_parser, main
 from gpudefrag.cli_suite1 import SUITE1B_HOURS, SUITE1B_NODES
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.overrides import apply_overrides
-from gpudefrag.experiments.sim1b import PLAN_COLUMNS
-from gpudefrag.experiments.suite1b import Suite1bConfig, run_one
+from gpudefrag.experiments.common.overrides import apply_overrides
+from gpudefrag.experiments.suite1b.sim import PLAN_COLUMNS
+from gpudefrag.experiments.suite1b.suite import Suite1bConfig, run_one
 from gpudefrag.sim.engine import EventLog
 from gpudefrag.sim.events import Event
 from test_cli import _assert_one_line_error, _cli
@@ -173,7 +173,7 @@ def test_a_failing_run_leaves_no_events_file(mirror, capsys, tmp_path, monkeypat
         hook(None, 1.0, 0, (1,))
         raise ConfigError("simulated failure")
 
-    monkeypatch.setattr("gpudefrag.experiments.sim1b.run_scenario", fail_midway)
+    monkeypatch.setattr("gpudefrag.experiments.suite1b.sim.run_scenario", fail_midway)
     assert main(_sim_args("fgd", "--events", str(tmp_path / "events.jsonl"))) == 2
     assert "simulated failure" in _assert_one_line_error(capsys.readouterr().err)
     assert not list(tmp_path.iterdir())

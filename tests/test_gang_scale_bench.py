@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import needs_mirror
-from gpudefrag.experiments.gang_scale_bench import (
+from gpudefrag.experiments.bench.gang_scale import (
     SHARING_SHARE,
     bench_gangs,
     gang_cluster,

@@ -36,8 +36,8 @@ def _check_scale_options(args: argparse.Namespace) -> None:
 def cmd_scale_bench(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from gpudefrag.experiments.inputs import workload_inputs
-    from gpudefrag.experiments.scale_bench import bench_scale
+    from gpudefrag.experiments.bench.scale import bench_scale
+    from gpudefrag.experiments.common.inputs import workload_inputs
     from gpudefrag.workloads.itp import load_itp
 
     _check_scale_options(args)
@@ -73,7 +73,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
         )
     sizes = tuple(g for g in (64, 512, 1024, 8192) if g <= args.gpus // 2)
     if args.gang_decisions and sizes:
-        from gpudefrag.experiments.gang_scale_bench import bench_gangs, format_result
+        from gpudefrag.experiments.bench.gang_scale import bench_gangs, format_result
 
         print(
             f"\ngangs (suite 2's gang-aware objective on its per-domain counts): {args.gang_decisions} "
@@ -89,8 +89,8 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
 def cmd_scale_sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from gpudefrag.experiments import scale_sweep
-    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.experiments.bench import scale_sweep
+    from gpudefrag.experiments.common.inputs import workload_inputs
     from gpudefrag.workloads.itp import load_itp
 
     _check_scale_options(args)
@@ -157,7 +157,7 @@ def cmd_scale_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.bench import bench_policy
+    from gpudefrag.experiments.bench.latency import bench_policy
     from gpudefrag.policies.registry import POLICY_NAMES
 
     scale_only = {

@@ -26,8 +26,8 @@ DEFAULT_OUT = Path("runs")
 
 
 def cmd_calib(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.calib import format_table, run_calibration, summarise, write_results
-    from gpudefrag.experiments.executor import RunExecutor
+    from gpudefrag.experiments.calib.gate import format_table, run_calibration, summarise, write_results
+    from gpudefrag.experiments.common.executor import RunExecutor
     from gpudefrag.policies.registry import POLICY_NAMES
     from gpudefrag.workloads.openb import PUBLISHED_WORKLOADS
 
@@ -56,7 +56,7 @@ def cmd_calib(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from gpudefrag.experiments.run import run_experiment, write_run
+    from gpudefrag.experiments.calib.run import run_experiment, write_run
 
     bar = tqdm(
         desc=f"{args.policy} seed {args.seed}", unit="pod", disable=None if not args.no_progress else True

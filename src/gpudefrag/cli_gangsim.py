@@ -85,9 +85,9 @@ def _check_modes(args: argparse.Namespace) -> None:
 
 
 def cmd_gangsim(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config2 import Suite2Config, make_variant
-    from gpudefrag.experiments.suite2 import build_topology
-    from gpudefrag.experiments.summary2 import summarise
+    from gpudefrag.experiments.suite2.config import Suite2Config, make_variant
+    from gpudefrag.experiments.suite2.suite import build_topology
+    from gpudefrag.experiments.suite2.summary import summarise
     from gpudefrag.model.jobs import parse_constraint
     from gpudefrag.model.topology import load_topology
     from gpudefrag.sim.gang_sim import GangSimConfig, simulate
@@ -152,7 +152,7 @@ def _window_name(text: str) -> str:
 
 
 def _variant_name(text: str) -> str:
-    from gpudefrag.experiments.config2 import VARIANTS
+    from gpudefrag.experiments.suite2.config import VARIANTS
 
     if text not in VARIANTS:
         raise argparse.ArgumentTypeError(f"unknown variant {text!r} (known: {', '.join(VARIANTS)})")

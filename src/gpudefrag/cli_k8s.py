@@ -306,7 +306,7 @@ def add_k8s_commands(sub: Any) -> None:
     )
     k.add_argument(
         "--nodes",
-        type=flag("gpudefrag.experiments.config1b:Suite1bConfig", "n_nodes"),
+        type=flag("gpudefrag.experiments.suite1b.config:Suite1bConfig", "n_nodes"),
         default=100,
         help="nodes sampled (default 100)",
     )

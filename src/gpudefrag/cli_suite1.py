@@ -18,10 +18,10 @@ from gpudefrag.settings import flag, value
 
 __all__ = ["add_sim_command", "add_suite_commands", "seed_set_folder"]
 
-SUITE1B = "gpudefrag.experiments.config1b:Suite1bConfig"
+SUITE1B = "gpudefrag.experiments.suite1b.config:Suite1bConfig"
 SOLVER = "gpudefrag.batch.solver_config:SolverConfig"
 KNOWN_VARIANTS = ("fgd", "bestfit", "solver", "fgd+defrag", "solver+defrag", "fgd-nudged")
-"""Suite 1b's variants (:data:`gpudefrag.experiments.config1b.KNOWN_VARIANTS`, which a test keeps
+"""Suite 1b's variants (:data:`gpudefrag.experiments.suite1b.config.KNOWN_VARIANTS`, which a test keeps
 equal), named here so that the parser does not load the suite."""
 SUITE1B_HOURS = 8.0
 """``--hours`` default: Suite1bConfig.horizon_h (a test keeps them equal)."""
@@ -32,9 +32,9 @@ SUITE1B_NODES = 150
 # ----------------------------------------------------------------------------- commands
 def cmd_suite_1a(args: argparse.Namespace) -> int:
     from gpudefrag.batch.solver_config import SolverConfig
-    from gpudefrag.experiments.executor import RunExecutor
-    from gpudefrag.experiments.report1a import diagnose, write_report
-    from gpudefrag.experiments.suite1a import Suite1aConfig, run_suite
+    from gpudefrag.experiments.common.executor import RunExecutor
+    from gpudefrag.experiments.suite1a.report import diagnose, write_report
+    from gpudefrag.experiments.suite1a.suite import Suite1aConfig, run_suite
 
     solver = SolverConfig(
         time_limit_s=args.time_limit,
@@ -69,7 +69,7 @@ def seed_set_folder(set_name: str | None) -> str:
 
 
 class SeedsOrSet:
-    """A seed set's name (a key of :data:`gpudefrag.experiments.config1b.SEED_SETS`) or seeds as
+    """A seed set's name (a key of :data:`gpudefrag.experiments.suite1b.config.SEED_SETS`) or seeds as
     :func:`~gpudefrag.cli_args.seed_list` takes them."""
 
     def __init__(self) -> None:
@@ -78,7 +78,7 @@ class SeedsOrSet:
         self.__name__ = "a seed set or seeds"
 
     def __call__(self, text: str) -> list[int]:
-        from gpudefrag.experiments.config1b import SEED_SETS
+        from gpudefrag.experiments.suite1b.config import SEED_SETS
 
         if text.strip() in SEED_SETS:
             return list(SEED_SETS[text.strip()])
@@ -86,10 +86,10 @@ class SeedsOrSet:
 
 
 def cmd_suite_1b(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, seed_set_name
-    from gpudefrag.experiments.executor import RunExecutor
-    from gpudefrag.experiments.report1b import write_report
-    from gpudefrag.experiments.suite1b import build_config, run_suite
+    from gpudefrag.experiments.common.executor import RunExecutor
+    from gpudefrag.experiments.suite1b.config import RUN_ONCE_SEED_SETS, seed_set_name
+    from gpudefrag.experiments.suite1b.report import write_report
+    from gpudefrag.experiments.suite1b.suite import build_config, run_suite
 
     seeds = tuple(args.seeds)
     set_name = seed_set_name(seeds)
@@ -122,8 +122,8 @@ def cmd_suite_1b(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.sim1b import format_json, format_table, run_sim
-    from gpudefrag.experiments.suite1b import build_config
+    from gpudefrag.experiments.suite1b.sim import format_json, format_table, run_sim
+    from gpudefrag.experiments.suite1b.suite import build_config
 
     config = build_config(args.workload, args.hours, args.nodes, args.set or [])
     restart_s = config.restart_s if args.restart_s is None else args.restart_s

@@ -1,5 +1,5 @@
 """``gpudefrag suite 2``: gangs on a multi-level topology, replayed from the ITP and Philly
-traces (see :mod:`gpudefrag.experiments.suite2`).
+traces (see :mod:`gpudefrag.experiments.suite2.suite`).
 
 ``--windows tuning`` (the default) runs the tuning windows into ``runs/suite2-tuning/``;
 ``--windows report`` runs the held-out report windows into ``runs/suite2/`` and
@@ -51,10 +51,10 @@ def resolve_windows(spec: str) -> tuple[str, tuple[str, ...]]:
 
 
 def cmd_suite_2(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.config2 import VARIANTS, Suite2Config
-    from gpudefrag.experiments.executor import RunExecutor
-    from gpudefrag.experiments.report2 import write_report
-    from gpudefrag.experiments.suite2 import run_suite
+    from gpudefrag.experiments.common.executor import RunExecutor
+    from gpudefrag.experiments.suite2.config import VARIANTS, Suite2Config
+    from gpudefrag.experiments.suite2.report import write_report
+    from gpudefrag.experiments.suite2.suite import run_suite
 
     set_name, names = resolve_windows(args.windows)
     variants = tuple(args.variants or VARIANTS)
@@ -82,7 +82,7 @@ def cmd_suite_2(args: argparse.Namespace) -> int:
 
 def note_executor(report: Path, description: str) -> None:
     """Append the executor the runs ran on to the Markdown ``report`` (rewritten whole)."""
-    from gpudefrag.experiments.atomic import atomic_write
+    from gpudefrag.experiments.common.atomic import atomic_write
 
     text = report.read_text()
     with atomic_write(report) as fh:
@@ -111,7 +111,7 @@ def constraint_arg(text: str) -> str:
 
 
 def _variants2() -> tuple[str, ...]:
-    from gpudefrag.experiments.config2 import VARIANTS
+    from gpudefrag.experiments.suite2.config import VARIANTS
 
     return VARIANTS
 

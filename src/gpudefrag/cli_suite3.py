@@ -1,5 +1,5 @@
 """``gpudefrag suite 3``: failures, spare capacity, checkpoint-aware preemption and elastic nodes
-on suite 2's trace windows (see :mod:`gpudefrag.experiments.suite3`).
+on suite 2's trace windows (see :mod:`gpudefrag.experiments.suite3.suite`).
 
 ``--windows tuning`` (the default) runs suite 2's tuning windows into ``runs/suite3-tuning/``;
 ``--windows report`` the held-out report windows into ``runs/suite3/`` (run once, at the end);
@@ -26,10 +26,10 @@ __all__ = ["add_suite3_command", "cmd_suite_3"]
 def cmd_suite_3(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from gpudefrag.experiments.config3 import VARIANTS, Suite3Config
-    from gpudefrag.experiments.executor import RunExecutor
-    from gpudefrag.experiments.report3 import write_report
-    from gpudefrag.experiments.suite3 import run_suite
+    from gpudefrag.experiments.common.executor import RunExecutor
+    from gpudefrag.experiments.suite3.config import VARIANTS, Suite3Config
+    from gpudefrag.experiments.suite3.report import write_report
+    from gpudefrag.experiments.suite3.suite import run_suite
 
     set_name, names = resolve_windows(args.windows)
     variants = tuple(args.variants or VARIANTS)
@@ -93,6 +93,6 @@ def add_suite3_command(suites: Any) -> None:  # the argparse sub-parsers of ``su
 
 
 def _variants3() -> tuple[str, ...]:
-    from gpudefrag.experiments.config3 import VARIANTS
+    from gpudefrag.experiments.suite3.config import VARIANTS
 
     return VARIANTS

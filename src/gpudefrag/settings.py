@@ -3,7 +3,7 @@ dataclass that holds the setting (``Annotated[int, Interval(ge=1, le=64)]``, the
 of ``annotated_types``; a float's range is always closed on both sides, so it is finite), and
 checked by pydantic at the edges of the program:
 
-* ``--set KEY=VALUE`` overrides (:func:`check`, after :mod:`gpudefrag.experiments.overrides`
+* ``--set KEY=VALUE`` overrides (:func:`check`, after :mod:`gpudefrag.experiments.common.overrides`
   applied them) name the key and the range;
 * command-line flags that set such a field take :func:`flag` as their argparse ``type``, so a bad
   value is a one-line usage error naming the flag and the range;

@@ -271,7 +271,7 @@ def test_model_objective_is_lexicographic():
 
 
 def test_batched_run_is_deterministic(default_inputs):
-    from gpudefrag.experiments.suite1a import run_variant
+    from gpudefrag.experiments.suite1a.suite import run_variant
 
     cfg = SolverConfig(deterministic_time=0.01, time_limit_s=30.0)
     a = run_variant("solver-b16", 42, "openb_pod_list_default", cfg, limit_pods=320)

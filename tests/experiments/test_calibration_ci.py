@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpudefrag.experiments.discretize import COLUMNS, discretize, discretize_frag
-from gpudefrag.experiments.published import ALLOC_FILE, FRAG_FILE, published_curves
-from gpudefrag.experiments.run import run_experiment
+from gpudefrag.experiments.calib.discretize import COLUMNS, discretize, discretize_frag
+from gpudefrag.experiments.calib.published import ALLOC_FILE, FRAG_FILE, published_curves
+from gpudefrag.experiments.calib.run import run_experiment
 from gpudefrag.policies.registry import PUBLISHED_LABEL
 
 WORKLOAD = "openb_pod_list_default"

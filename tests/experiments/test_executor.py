@@ -18,9 +18,9 @@ from distributed import LocalCluster
 
 from gpudefrag.cli import main
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments import environment, executor
-from gpudefrag.experiments.calib import RunCheck, run_calibration
-from gpudefrag.experiments.executor import RunExecutor
+from gpudefrag.experiments.calib.gate import RunCheck, run_calibration
+from gpudefrag.experiments.common import environment, executor
+from gpudefrag.experiments.common.executor import RunExecutor
 
 SPECS = list(range(0, 40, 3))
 CALIB = {"workloads": ["openb_pod_list_default"], "policies": ["fgd", "random"], "seeds": [42]}

@@ -1,5 +1,5 @@
-"""The power of the solver check (gpudefrag.experiments.stats), the report's noise-floor table and
-its table of what the defragmentation check needs (gpudefrag.experiments.noise1b), on figures
+"""The power of the solver check (gpudefrag.experiments.common.stats), the report's noise-floor table and
+its table of what the defragmentation check needs (gpudefrag.experiments.suite1b.noise), on figures
 worked out by hand and on made-up runs."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import math
 import pytest
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.config1b import Acceptance1b
-from gpudefrag.experiments.noise1b import defrag_power_lines, needed_to_pass, noise_floor_lines
-from gpudefrag.experiments.stats import check_pass_probability, mean_to_pass
-from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
+from gpudefrag.experiments.common.stats import check_pass_probability, mean_to_pass
+from gpudefrag.experiments.suite1b.config import Acceptance1b
+from gpudefrag.experiments.suite1b.noise import defrag_power_lines, needed_to_pass, noise_floor_lines
+from gpudefrag.experiments.suite1b.suite import METRICS, Run1b, Suite1bConfig
 
 
 def test_a_no_effect_change_meets_the_check_when_its_mean_clears_the_interval_bar() -> None:

@@ -1,4 +1,4 @@
-"""FGD nudged once (gpudefrag.experiments.nudge), worked out by hand on four empty two-GPU nodes.
+"""FGD nudged once (gpudefrag.experiments.suite1b.nudge), worked out by hand on four empty two-GPU nodes.
 
 On an empty cluster of identical nodes every node scores the same for FGD, so a pod goes to the
 lowest tie rank (node 0); its second choice, with node 0 masked, is node 1.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import InMemoryCluster
-from gpudefrag.experiments.nudge import NudgedScheduler
+from gpudefrag.experiments.suite1b.nudge import NudgedScheduler
 from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec, pod_batch

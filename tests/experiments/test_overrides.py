@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.overrides import apply_overrides
-from gpudefrag.experiments.suite1b import Suite1bConfig, tasks
+from gpudefrag.experiments.common.overrides import apply_overrides
+from gpudefrag.experiments.suite1b.suite import Suite1bConfig, tasks
 from gpudefrag.settings import check
 from test_cli import _assert_one_line_error, _cli
 
@@ -151,7 +151,7 @@ def test_a_negative_defrag_age_max_gpus_names_the_setting():
     ],
 )
 def test_defrag_age_max_gpus_applies_only_next_to_the_defragmenter(setting, with_defrag, expected):
-    from gpudefrag.experiments.scenario1b import make_scheduler, scenario
+    from gpudefrag.experiments.suite1b.scenario import make_scheduler, scenario
 
     cfg = Suite1bConfig(n_nodes=4, horizon_h=0.1, defrag_age_max_gpus=setting)
     inputs, _, _ = scenario(cfg, 1.0, 42)

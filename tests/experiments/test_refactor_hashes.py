@@ -24,9 +24,9 @@ import pytest
 
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.planner_config import PlannerConfig
-from gpudefrag.experiments.scenario1b import run_scenario
-from gpudefrag.experiments.suite1a import Suite1aConfig, run_variant
-from gpudefrag.experiments.suite1b import Suite1bConfig
+from gpudefrag.experiments.suite1a.suite import Suite1aConfig, run_variant
+from gpudefrag.experiments.suite1b.scenario import run_scenario
+from gpudefrag.experiments.suite1b.suite import Suite1bConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "suite1b_seeds42-46_event_hashes.csv"

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from gpudefrag.experiments import acceptance1b, report1b
-from gpudefrag.experiments.suite1b import METRICS, Run1b, Suite1bConfig
+from gpudefrag.experiments.suite1b import acceptance as acceptance1b
+from gpudefrag.experiments.suite1b import report as report1b
+from gpudefrag.experiments.suite1b.suite import METRICS, Run1b, Suite1bConfig
 
 SEEDS = (1, 2, 3, 4, 5)
 LOADS = (0.9, 1.0, 1.1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudefrag.experiments.inputs import workload_inputs
-from gpudefrag.experiments.scale_bench import SHAPES, bench_scale, large_cluster
-from gpudefrag.experiments.scale_sweep import GANG_MODE, growth_ratio, sweep, write_chart, write_csv
+from gpudefrag.experiments.bench.scale import SHAPES, bench_scale, large_cluster
+from gpudefrag.experiments.bench.scale_sweep import GANG_MODE, growth_ratio, sweep, write_chart, write_csv
+from gpudefrag.experiments.common.inputs import workload_inputs
 from gpudefrag.model.jobs import Job
 from gpudefrag.policies.registry import make_policy
 

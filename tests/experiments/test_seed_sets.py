@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpudefrag.cli import main
-from gpudefrag.experiments.config1b import RUN_ONCE_SEED_SETS, SEED_SETS, seed_set_name
+from gpudefrag.experiments.suite1b.config import RUN_ONCE_SEED_SETS, SEED_SETS, seed_set_name
 
 
 def test_seed_sets_are_disjoint_and_named_back() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpudefrag.cli import main
-from gpudefrag.experiments.config2 import Suite2Config
-from gpudefrag.experiments.report2 import bars, best_placement_baseline, read_csv
-from gpudefrag.experiments.suite2 import run_one
-from gpudefrag.experiments.summary2 import summarise
+from gpudefrag.experiments.suite2.config import Suite2Config
+from gpudefrag.experiments.suite2.report import bars, best_placement_baseline, read_csv
+from gpudefrag.experiments.suite2.suite import run_one
+from gpudefrag.experiments.suite2.summary import summarise
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job
@@ -94,7 +94,7 @@ def test_suite_2_bad_options_exit_2(argv: list[str], needle: str, capsys: pytest
 
 
 def test_bars_pick_the_best_baseline_and_judge_it() -> None:
-    from gpudefrag.experiments.suite2 import Run2
+    from gpudefrag.experiments.suite2.suite import Run2
 
     cfg = Suite2Config(
         windows=("a", "b", "c"), set_name="t", loads=(1.5,), variants=("volcano", "kai", "ours")

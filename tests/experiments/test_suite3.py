@@ -9,9 +9,9 @@ import pytest
 
 from conftest import needs_mirror
 from gpudefrag.cli import main
-from gpudefrag.experiments.config3 import Suite3Config
-from gpudefrag.experiments.report3 import bars, write_report
-from gpudefrag.experiments.suite3 import Run3
+from gpudefrag.experiments.suite3.config import Suite3Config
+from gpudefrag.experiments.suite3.report import bars, write_report
+from gpudefrag.experiments.suite3.suite import Run3
 
 CFG = Suite3Config(windows=("w1", "w2"), set_name="tuning")
 

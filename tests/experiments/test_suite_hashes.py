@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gpudefrag.experiments.config2 import VARIANTS as VARIANTS2
-from gpudefrag.experiments.config2 import Suite2Config
-from gpudefrag.experiments.config3 import VARIANTS as VARIANTS3
-from gpudefrag.experiments.config3 import Suite3Config
-from gpudefrag.experiments.suite2 import run_one as run_one2
-from gpudefrag.experiments.suite3 import run_one as run_one3
+from gpudefrag.experiments.suite2.config import VARIANTS as VARIANTS2
+from gpudefrag.experiments.suite2.config import Suite2Config
+from gpudefrag.experiments.suite2.suite import run_one as run_one2
+from gpudefrag.experiments.suite3.config import VARIANTS as VARIANTS3
+from gpudefrag.experiments.suite3.config import Suite3Config
+from gpudefrag.experiments.suite3.suite import run_one as run_one3
 from gpudefrag.workloads.suite_windows import TUNING
 
 FIXTURES = Path(__file__).parent / "fixtures"

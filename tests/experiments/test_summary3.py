@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpudefrag.capacity.classes import RESEARCH
 from gpudefrag.capacity.failures import Outage
-from gpudefrag.experiments.summary3 import summarise3
+from gpudefrag.experiments.suite3.summary import summarise3
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job

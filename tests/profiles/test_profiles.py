@@ -10,7 +10,7 @@ import pytest
 
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.errors import InputError
-from gpudefrag.experiments.config1b import Suite1bConfig
+from gpudefrag.experiments.suite1b.config import Suite1bConfig
 from gpudefrag.k8s.defrag import DefragReconciler
 from gpudefrag.k8s.defrag_config import DefragConfig
 from gpudefrag.profiles.schema import load_profile, shipped

@@ -604,7 +604,7 @@ def test_do_not_disrupt_and_reservation_expiry(gen):
 
 # ----------------------------------------------------------------------------- openb smoke
 def test_fgd_and_bestfit_on_sampled_openb(default_inputs, mirror):
-    from gpudefrag.experiments.inputs import cluster_from_nodes
+    from gpudefrag.experiments.common.inputs import cluster_from_nodes
     from gpudefrag.workloads.openb import load_workload
 
     rng = np.random.default_rng(11)

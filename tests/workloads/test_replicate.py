@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpudefrag.experiments.inputs import workload_inputs
-from gpudefrag.experiments.run import run_experiment
+from gpudefrag.experiments.calib.run import run_experiment
+from gpudefrag.experiments.common.inputs import workload_inputs
 from gpudefrag.workloads.openb import NodeTable
 from gpudefrag.workloads.replicate import replicate_nodes
 

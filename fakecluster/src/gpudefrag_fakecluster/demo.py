@@ -112,8 +112,8 @@ def run_sim(
     load: float, seed: int, hours: float, n_nodes: int, defrag: bool, restart_s: float
 ) -> dict[str, float]:
     """The suite-1b simulator's figures for the same scenario."""
-    from gpudefrag.experiments.config1b import Suite1bConfig
-    from gpudefrag.experiments.scenario1b import run_scenario
+    from gpudefrag.experiments.suite1b.config import Suite1bConfig
+    from gpudefrag.experiments.suite1b.scenario import run_scenario
 
     config = replace(Suite1bConfig(), horizon_h=hours, n_nodes=n_nodes)
     result, _ = run_scenario(config, "fgd+defrag" if defrag else "fgd", load, seed, restart_s)

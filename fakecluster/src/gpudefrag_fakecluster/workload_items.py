@@ -34,8 +34,8 @@ def suite1b_items(load: float, seed: int, hours: float, n_nodes: int) -> ReplayW
     work items (pods with their run times and checkpoint intervals)."""
     from dataclasses import replace
 
-    from gpudefrag.experiments.config1b import Suite1bConfig
-    from gpudefrag.experiments.scenario1b import scenario
+    from gpudefrag.experiments.suite1b.config import Suite1bConfig
+    from gpudefrag.experiments.suite1b.scenario import scenario
 
     config = replace(Suite1bConfig(), horizon_h=hours, n_nodes=n_nodes)
     _, cluster, w = scenario(config, load, seed)

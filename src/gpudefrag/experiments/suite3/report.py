@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.config3 import STUDIES, Suite3Config, variant
-from gpudefrag.experiments.stats import paired
-from gpudefrag.experiments.suite3 import Run3
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.stats import paired
+from gpudefrag.experiments.suite3.config import STUDIES, Suite3Config, variant
+from gpudefrag.experiments.suite3.suite import Run3
 
 __all__ = ["Bar3", "bars", "markdown", "write_report"]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.environment import record_executor
-from gpudefrag.experiments.executor import RunExecutor
-from gpudefrag.experiments.published import ALLOC_FILE, FRAG_FILE, published_curves
-from gpudefrag.experiments.run import run_experiment
+from gpudefrag.experiments.calib.published import ALLOC_FILE, FRAG_FILE, published_curves
+from gpudefrag.experiments.calib.run import run_experiment
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.environment import record_executor
+from gpudefrag.experiments.common.executor import RunExecutor
 from gpudefrag.policies.registry import DETERMINISTIC_POLICIES, POLICY_NAMES, PUBLISHED_LABEL
 
 CHECKPOINTS = (50, 80, 100, 110, 120, 130)
@@ -100,7 +100,7 @@ def _check_one(task: tuple[str, str, int]) -> RunCheck:
 
 def warm_up() -> None:
     """Compile (or load from the on-disk cache) every kernel once before forking workers."""
-    from gpudefrag.experiments.inputs import cluster_from_nodes, workload_inputs
+    from gpudefrag.experiments.common.inputs import cluster_from_nodes, workload_inputs
     from gpudefrag.model.pods import PodSpec
     from gpudefrag.policies.registry import make_policy
 
@@ -120,7 +120,7 @@ def run_calibration(
 ) -> list[RunCheck]:
     """Run the grid on ``executor`` (default: a local pool of ``jobs`` processes, all cores by
     default); results in (workload, policy, seed) order whatever the executor."""
-    from gpudefrag.experiments.inputs import workload_inputs
+    from gpudefrag.experiments.common.inputs import workload_inputs
 
     workloads, policies, seeds = list(workloads), list(policies), list(seeds)
     for w in workloads:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpudefrag.experiments.config1b import DEFRAG_VARIANTS, Suite1bConfig
-from gpudefrag.experiments.runs1b import Run1b, select_runs
-from gpudefrag.experiments.stats import Paired, paired
+from gpudefrag.experiments.common.stats import Paired, paired
+from gpudefrag.experiments.suite1b.config import DEFRAG_VARIANTS, Suite1bConfig
+from gpudefrag.experiments.suite1b.runs import Run1b, select_runs
 
 CONTROL = "fgd"
 SOLVER = "solver"

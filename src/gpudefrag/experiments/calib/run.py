@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.discretize import discretize, discretize_frag
-from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
+from gpudefrag.experiments.calib.discretize import discretize, discretize_frag
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
 from gpudefrag.frag.tracker import FragTracker
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.arrival import ArrivalResult, run_arrivals

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments.acceptance1b import CONTROL, paired_to_control, per_seed_differences
-from gpudefrag.experiments.config1b import NUDGED_VARIANT
-from gpudefrag.experiments.suite1b import Run1b, Suite1bConfig
+from gpudefrag.experiments.suite1b.acceptance import CONTROL, paired_to_control, per_seed_differences
+from gpudefrag.experiments.suite1b.config import NUDGED_VARIANT
+from gpudefrag.experiments.suite1b.suite import Run1b, Suite1bConfig
 
 __all__ = ["sweep_restarts", "tradeoff_points", "tradeoff_slope", "write_chart", "write_tradeoff_chart"]
 

@@ -4,9 +4,9 @@ The cluster and the arrivals depend only on (workload, load, seed, node count, h
 the variant, so every variant of one (load, seed) sees the same cluster and arrivals.  A variant
 is ``<base>`` or ``<base>+defrag``: the base ``solver`` is the CP-SAT batch placer on a session's
 first batch, ``fgd-nudged`` FGD with one decision changed where the metrics window starts
-(:mod:`gpudefrag.experiments.nudge`), any other base a one-pod-at-a-time policy; ``+defrag``
+(:mod:`gpudefrag.experiments.suite1b.nudge`), any other base a one-pod-at-a-time policy; ``+defrag``
 adds the defragmenter.
-Suite 1b (:func:`gpudefrag.experiments.suite1b.run_one`) and ``gpudefrag sim`` both run a
+Suite 1b (:func:`gpudefrag.experiments.suite1b.suite.run_one`) and ``gpudefrag sim`` both run a
 scenario through :func:`run_scenario`, so one scenario gives one event hash wherever it runs.
 """
 
@@ -21,9 +21,9 @@ from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.scheduler import BatchScheduler
 from gpudefrag.defrag.controller import DefragController
 from gpudefrag.defrag.runtime import ResidualLife
-from gpudefrag.experiments.config1b import NUDGED_VARIANT, SOLVER_BATCH_PODS, Suite1bConfig
-from gpudefrag.experiments.inputs import WorkloadInputs, cluster_from_nodes, workload_inputs
-from gpudefrag.experiments.nudge import NudgedScheduler
+from gpudefrag.experiments.common.inputs import WorkloadInputs, cluster_from_nodes, workload_inputs
+from gpudefrag.experiments.suite1b.config import NUDGED_VARIANT, SOLVER_BATCH_PODS, Suite1bConfig
+from gpudefrag.experiments.suite1b.nudge import NudgedScheduler
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.model.port import RuntimeEstimator, Scheduler

@@ -12,12 +12,12 @@ import numpy as np
 from tqdm import tqdm
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.config1b import SOLVER_BATCH_PODS, VARIANTS, Suite1bConfig
-from gpudefrag.experiments.environment import record_executor
-from gpudefrag.experiments.executor import RunExecutor
-from gpudefrag.experiments.overrides import apply_overrides
-from gpudefrag.experiments.runs1b import Run1b, select_runs
-from gpudefrag.experiments.scenario1b import run_scenario, trace_durations_s
+from gpudefrag.experiments.common.environment import record_executor
+from gpudefrag.experiments.common.executor import RunExecutor
+from gpudefrag.experiments.common.overrides import apply_overrides
+from gpudefrag.experiments.suite1b.config import SOLVER_BATCH_PODS, VARIANTS, Suite1bConfig
+from gpudefrag.experiments.suite1b.runs import Run1b, select_runs
+from gpudefrag.experiments.suite1b.scenario import run_scenario, trace_durations_s
 from gpudefrag.workloads.openb import load_node_list
 
 __all__ = [
@@ -77,7 +77,7 @@ def build_config(
 
 
 def run_one(config: Suite1bConfig, variant: str, load: float, seed: int, restart_s: float) -> Run1b:
-    """One run of the suite: :func:`~gpudefrag.experiments.scenario1b.run_scenario` and its metrics."""
+    """One run of the suite: :func:`~gpudefrag.experiments.suite1b.scenario.run_scenario` and its metrics."""
     result, workload = run_scenario(config, variant, load, seed, restart_s)
     metrics = {m: float(getattr(result, m)) for m in TIMED_METRICS}
     metrics.update(gpu_hours_by_pod_size(result, workload))

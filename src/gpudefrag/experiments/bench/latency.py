@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
+from gpudefrag.experiments.common.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.workloads.fgd_protocol import DEFAULT_TUNE_RATIO, prepare_run
 

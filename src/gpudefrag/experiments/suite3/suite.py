@@ -1,5 +1,5 @@
 """Suite 3: failures, spare capacity, checkpoint-aware preemption and elastic nodes, replayed
-from suite 2's trace windows (:mod:`gpudefrag.experiments.config3` names the studies).
+from suite 2's trace windows (:mod:`gpudefrag.experiments.suite3.config` names the studies).
 
 One run = (window, seed, variant).  The window's jobs come from suite 2
 (:func:`~gpudefrag.workloads.suite_windows.suite_run` at ``load``; gangs get the suite's topology
@@ -31,10 +31,10 @@ from gpudefrag.capacity.classes import assign_classes
 from gpudefrag.capacity.failures import failure_events
 from gpudefrag.capacity.spares import spare_nodes
 from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims, VictimRule
-from gpudefrag.experiments.config3 import Suite3Config, variant
-from gpudefrag.experiments.environment import record_executor
-from gpudefrag.experiments.executor import RunExecutor
-from gpudefrag.experiments.summary3 import summarise3
+from gpudefrag.experiments.common.environment import record_executor
+from gpudefrag.experiments.common.executor import RunExecutor
+from gpudefrag.experiments.suite3.config import Suite3Config, variant
+from gpudefrag.experiments.suite3.summary import summarise3
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job, parse_constraint

@@ -1,8 +1,8 @@
 """``gpudefrag sim``: one time-driven scenario of suite 1b, run on its own.
 
-The run goes through :func:`~gpudefrag.experiments.scenario1b.run_scenario`, as suite 1b's
-:func:`~gpudefrag.experiments.suite1b.run_one` does, on the configuration
-:func:`~gpudefrag.experiments.suite1b.build_config` gives both; so one (workload, seed, load,
+The run goes through :func:`~gpudefrag.experiments.suite1b.scenario.run_scenario`, as suite 1b's
+:func:`~gpudefrag.experiments.suite1b.suite.run_one` does, on the configuration
+:func:`~gpudefrag.experiments.suite1b.suite.build_config` gives both; so one (workload, seed, load,
 variant, restart time, settings) has one event hash, here and in suite 1b's results.
 The summary is a flat dict (field names carry their units) printed as a table or as JSON.
 With a plans file, every executed plan is a CSV row (:data:`PLAN_COLUMNS`): when it was made,
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.config1b import KNOWN_VARIANTS, MAX_LOAD, Suite1bConfig
-from gpudefrag.experiments.eventlog import EventLogFile, check_output_file
-from gpudefrag.experiments.scenario1b import run_scenario
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.eventlog import EventLogFile, check_output_file
+from gpudefrag.experiments.suite1b.config import KNOWN_VARIANTS, MAX_LOAD, Suite1bConfig
+from gpudefrag.experiments.suite1b.scenario import run_scenario
 from gpudefrag.sim.results import TimedResult
 from gpudefrag.workloads.synthetic import SyntheticWorkload
 

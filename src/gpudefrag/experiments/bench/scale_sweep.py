@@ -1,15 +1,15 @@
 """Decision latency against cluster size: the growth chart of ``gpudefrag bench --sweep``.
 
-For each size (GPUs) one cluster is built (:func:`~gpudefrag.experiments.scale_bench.large_cluster`,
+For each size (GPUs) one cluster is built (:func:`~gpudefrag.experiments.bench.scale.large_cluster`,
 same seed) and every (policy, mode) pair times its decisions on its own copy of it
-(:func:`~gpudefrag.experiments.scale_bench.time_decisions`): mode ``index`` is the incremental
+(:func:`~gpudefrag.experiments.bench.scale.time_decisions`): mode ``index`` is the incremental
 index, ``scan`` the full scan of every node.  One row per (size, policy, mode, pod shape) goes
 to a CSV; the chart plots p50 and p99 (over all shapes' decisions) against GPUs on log-log axes,
 so linear growth (the scan) and near-flat growth (the index) show at a glance.  The growth
 ratio reported is p99 at the largest size over p99 at the size nearest 10,000 GPUs.
 
 With ``gang_sizes``, each size also times gang placements
-(:func:`~gpudefrag.experiments.gang_scale_bench.bench_gangs`, on its own filled cluster of that
+(:func:`~gpudefrag.experiments.bench.gang_scale.bench_gangs`, on its own filled cluster of that
 size): rows of policy ``ours``, mode ``gang``, shape ``"<n> GPUs"`` for every gang size up to
 half the cluster, plotted per gang size in a second panel.
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.gang_scale_bench import bench_gangs
-from gpudefrag.experiments.scale_bench import large_cluster, time_decisions
+from gpudefrag.experiments.bench.gang_scale import bench_gangs
+from gpudefrag.experiments.bench.scale import large_cluster, time_decisions
+from gpudefrag.experiments.common.atomic import atomic_write
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.pods import PodBatch

@@ -16,10 +16,10 @@ from tqdm import tqdm
 from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.batch.stats import BatchStats
-from gpudefrag.experiments.discretize import discretize
-from gpudefrag.experiments.environment import record_executor
-from gpudefrag.experiments.executor import RunExecutor
-from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
+from gpudefrag.experiments.calib.discretize import discretize
+from gpudefrag.experiments.common.environment import record_executor
+from gpudefrag.experiments.common.executor import RunExecutor
+from gpudefrag.experiments.common.inputs import DEFAULT_WORKLOAD, cluster_from_nodes, workload_inputs
 from gpudefrag.policies.registry import make_policy
 from gpudefrag.sim.arrival import run_arrivals
 from gpudefrag.sim.batch_arrival import run_batched
@@ -96,7 +96,7 @@ def run_suite(
 ) -> list[VariantRun]:
     """All variants x seeds on ``executor`` (default: a local pool of ``jobs`` processes);
     results ordered by (variant, seed)."""
-    from gpudefrag.experiments.calib import warm_up
+    from gpudefrag.experiments.calib.gate import warm_up
 
     workload_inputs(config.workload)
     executor = executor or RunExecutor(jobs)

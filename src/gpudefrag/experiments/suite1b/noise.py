@@ -6,10 +6,10 @@ Per load, from the runs (never from hand-copied figures):
 * the per-seed standard deviation of ``solver - FGD`` (GPU allocation);
 * with that spread and the seeds run, the chance that a change with no true effect meets the
   solver check, and the true gain that meets it 80 % of the time
-  (:func:`~gpudefrag.experiments.stats.check_pass_probability`,
-  :func:`~gpudefrag.experiments.stats.mean_to_pass`);
+  (:func:`~gpudefrag.experiments.common.stats.check_pass_probability`,
+  :func:`~gpudefrag.experiments.common.stats.mean_to_pass`);
 * when ``fgd-nudged`` ran (FGD with one decision changed where the metrics window starts,
-  :mod:`gpudefrag.experiments.nudge`), its paired difference to FGD and that difference's
+  :mod:`gpudefrag.experiments.suite1b.nudge`), its paired difference to FGD and that difference's
   per-seed spread: what one changed decision alone does.
 
 And, for every defrag variant at the defragmentation check's load, each part of that check
@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from gpudefrag.experiments.acceptance1b import SOLVER, per_seed_differences
-from gpudefrag.experiments.config1b import DEFRAG_VARIANTS, NUDGED_VARIANT, Acceptance1b, Suite1bConfig
-from gpudefrag.experiments.runs1b import Run1b
-from gpudefrag.experiments.stats import check_pass_probability, mean_ci, mean_to_pass
+from gpudefrag.experiments.common.stats import check_pass_probability, mean_ci, mean_to_pass
+from gpudefrag.experiments.suite1b.acceptance import SOLVER, per_seed_differences
+from gpudefrag.experiments.suite1b.config import DEFRAG_VARIANTS, NUDGED_VARIANT, Acceptance1b, Suite1bConfig
+from gpudefrag.experiments.suite1b.runs import Run1b
 
 METRIC = "gpu_alloc_pct"
 POWER = 0.8

@@ -1,7 +1,7 @@
 """Suite 2's report: paired tables by window with 95 % CIs, the issue's bars, charts and CSV.
 
 Differences are paired by window (every variant of a (window, load) replays the same jobs on the
-same cluster); intervals are Student-t over windows (:mod:`gpudefrag.experiments.stats`).
+same cluster); intervals are Student-t over windows (:mod:`gpudefrag.experiments.common.stats`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.config2 import BASELINES, PLACEMENT_BASELINES, Suite2Config
-from gpudefrag.experiments.stats import paired
-from gpudefrag.experiments.suite2 import Run2
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.stats import paired
+from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
+from gpudefrag.experiments.suite2.suite import Run2
 
 __all__ = ["Bar", "bars", "markdown", "write_report"]
 

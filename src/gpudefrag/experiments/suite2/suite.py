@@ -1,7 +1,7 @@
 """Suite 2: gangs on a multi-level topology, replayed from real traces.
 
 For every window (:mod:`gpudefrag.workloads.suite_windows`), load (1.0, 1.25, 1.5: arrivals compressed,
-durations kept, the cluster sized for load 1.0) and variant (:mod:`gpudefrag.experiments.config2`)
+durations kept, the cluster sized for load 1.0) and variant (:mod:`gpudefrag.experiments.suite2.config`)
 one simulation (:func:`gpudefrag.sim.gang_sim.simulate`); all variants of a (window, load)
 see the same jobs and cluster, so differences are paired by window.
 """
@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from tqdm import tqdm
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.config2 import Suite2Config, make_variant
-from gpudefrag.experiments.environment import record_executor
-from gpudefrag.experiments.executor import RunExecutor
-from gpudefrag.experiments.summary2 import summarise
+from gpudefrag.experiments.common.environment import record_executor
+from gpudefrag.experiments.common.executor import RunExecutor
+from gpudefrag.experiments.suite2.config import Suite2Config, make_variant
+from gpudefrag.experiments.suite2.summary import summarise
 from gpudefrag.model.jobs import parse_constraint
 from gpudefrag.model.topology import PRESETS, Topology, nvl72, superpod
 from gpudefrag.sim.gang_sim import GangSimConfig, simulate

@@ -14,7 +14,7 @@ from annotated_types import Interval
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.errors import ConfigError
-from gpudefrag.experiments.inputs import DEFAULT_WORKLOAD
+from gpudefrag.experiments.common.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.profiles.schema import DefragmentSettings, shipped
 from gpudefrag.settings import Fraction, Seconds
@@ -24,7 +24,7 @@ DEFRAG_VARIANTS = tuple(v for v in VARIANTS if v.endswith("+defrag"))
 """The variants with the defragmenter: the only ones the restart-time sweep can run."""
 NUDGED_VARIANT = "fgd-nudged"
 """FGD with one decision changed where the metrics window starts
-(:mod:`gpudefrag.experiments.nudge`): its paired difference to FGD is the noise floor.  Run on
+(:mod:`gpudefrag.experiments.suite1b.nudge`): its paired difference to FGD is the noise floor.  Run on
 request (``--variants``), not by default."""
 KNOWN_VARIANTS = VARIANTS + (NUDGED_VARIANT,)
 """Every variant suite 1b and ``gpudefrag sim`` can run."""

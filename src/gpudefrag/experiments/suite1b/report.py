@@ -8,15 +8,20 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments import acceptance1b
-from gpudefrag.experiments.acceptance1b import CONTROL, paired_to_control
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.charts1b import sweep_restarts, tradeoff_slope, write_chart, write_tradeoff_chart
-from gpudefrag.experiments.environment import environment_lines
-from gpudefrag.experiments.noise1b import defrag_power_lines, noise_floor_lines
-from gpudefrag.experiments.stats import mean_ci
-from gpudefrag.experiments.suite1b import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
-from gpudefrag.experiments.suite1b import select_runs as _select
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.environment import environment_lines
+from gpudefrag.experiments.common.stats import mean_ci
+from gpudefrag.experiments.suite1b import acceptance as acceptance1b
+from gpudefrag.experiments.suite1b.acceptance import CONTROL, paired_to_control
+from gpudefrag.experiments.suite1b.charts import (
+    sweep_restarts,
+    tradeoff_slope,
+    write_chart,
+    write_tradeoff_chart,
+)
+from gpudefrag.experiments.suite1b.noise import defrag_power_lines, noise_floor_lines
+from gpudefrag.experiments.suite1b.suite import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
+from gpudefrag.experiments.suite1b.suite import select_runs as _select
 
 TRADEOFF_PNG = "suite1b-tradeoff.png"
 

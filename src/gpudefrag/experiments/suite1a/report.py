@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpudefrag.experiments.atomic import atomic_write
-from gpudefrag.experiments.environment import environment_lines
-from gpudefrag.experiments.stats import mean_ci, paired
-from gpudefrag.experiments.suite1a import CHECKPOINTS, Suite1aConfig, VariantRun, batch_rows
+from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.environment import environment_lines
+from gpudefrag.experiments.common.stats import mean_ci, paired
+from gpudefrag.experiments.suite1a.suite import CHECKPOINTS, Suite1aConfig, VariantRun, batch_rows
 
 CONTROL = "fgd"
 
