@@ -25,7 +25,7 @@ __all__ = ["add_gangsim_command", "cmd_gangsim"]
 
 SHOWN = (
     "alloc_pct",
-    "useful_pct",
+    "goodput_pct",
     "jobs",
     "pending_at_end",
     "wait_p50_s",

@@ -151,12 +151,12 @@ def test_controller_frees_a_node_for_the_blocked_pod(gen):
     assert r.final_state.used_gpu_milli == 0 and r.completed == 9
     # useful allocation leaves out that GPU time: 4 x (430 + 60 + 30) = 2080 GPU-s of the
     # window's 30,000 s x 16 GPUs
-    assert r.gpu_useful_pct == pytest.approx(r.gpu_alloc_pct - 100 * 2080 / (30_000 * 16))
+    assert r.goodput_pct == pytest.approx(r.gpu_alloc_pct - 100 * 2080 / (30_000 * 16))
 
     # without the controller B waits until the long pods finish (at 20_001) and one more session
     base = run(gen, scenario())
     assert_no_moves(base, 1 + LONG + 1.0)
-    assert base.gpu_useful_pct == base.gpu_alloc_pct
+    assert base.goodput_pct == base.gpu_alloc_pct
     assert base.first_bind_s[B] > r.first_bind_s[B] + 18_000
 
 

@@ -52,7 +52,7 @@ def test_power_needs_a_spread_and_two_seeds(sd: float, n: int) -> None:
 
 def _run(variant: str, load: float, seed: int, alloc: float) -> Run1b:
     metrics = {m: 0.0 for m in METRICS}
-    metrics.update(gpu_alloc_pct=alloc, gpu_useful_pct=alloc)
+    metrics.update(gpu_alloc_pct=alloc, goodput_pct=alloc)
     return Run1b(variant, load, seed, 60.0, metrics, "hash", 0.0)
 
 
@@ -122,7 +122,7 @@ def _defrag_runs(alloc: list[float], net: list[float], p95: list[float]) -> list
     for k, seed in enumerate((1, 2, 3, 4)):
         for variant, a, u, w in (("fgd", 0.0, 0.0, 0.0), ("solver+defrag", alloc[k], net[k], p95[k])):
             metrics = {m: 0.0 for m in METRICS}
-            metrics.update(gpu_alloc_pct=90.0 + a, gpu_useful_pct=90.0 + u, wait_p95_s=100.0 + w)
+            metrics.update(gpu_alloc_pct=90.0 + a, goodput_pct=90.0 + u, wait_p95_s=100.0 + w)
             runs.append(Run1b(variant, 1.0, seed, 60.0, metrics, "hash", 0.0))
     return runs
 

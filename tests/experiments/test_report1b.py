@@ -30,7 +30,7 @@ def _run(
     if plans is None:
         plans = (10.0, 8.0) if variant.endswith("+defrag") else (0.0, 0.0)
     metrics = {m: 0.0 for m in METRICS}
-    metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95, gpu_useful_pct=alloc if useful is None else useful)
+    metrics.update(gpu_alloc_pct=alloc, wait_p95_s=p95, goodput_pct=alloc if useful is None else useful)
     metrics.update(reservations_made=plans[0], reservations_fulfilled=plans[1])
     return Run1b(variant, load, seed, restart_s, metrics, "hash", 0.0)
 
@@ -236,7 +236,7 @@ def test_report_states_how_the_solver_decides(batch, protect, said):
 def test_report_gives_allocation_net_of_what_migrations_waste():
     runs = _suite({"fgd+defrag": 1.2}, {"fgd+defrag": 0}, spread=0.0)
     for r in runs:  # the defrag variant wastes 0.5 pp of GPU time on its migrations
-        r.metrics["gpu_useful_pct"] = r.metrics["gpu_alloc_pct"] - (0.5 if r.variant == "fgd+defrag" else 0.0)
+        r.metrics["goodput_pct"] = r.metrics["gpu_alloc_pct"] - (0.5 if r.variant == "fgd+defrag" else 0.0)
     text = report1b.markdown(runs, CONFIG, 1.0, "test")
     assert "| fgd+defrag | +1.20 [+1.20, +1.20] | +0.70 [+0.70, +0.70] | +0 [+0, +0] |" in text
     assert "net +0.70 pp [+0.70, +0.70]" in text
@@ -250,7 +250,7 @@ def _with(runs: list[Run1b], variant: str, **change) -> list[Run1b]:
     for r in runs:
         if r.variant == variant and r.load == 1.0:
             kw = {k: v(r.seed) if callable(v) else v for k, v in change.items()}
-            kw.setdefault("useful", r.metrics["gpu_useful_pct"])
+            kw.setdefault("useful", r.metrics["goodput_pct"])
             r = _run(r.variant, r.load, r.seed, r.metrics["gpu_alloc_pct"], r.metrics["wait_p95_s"], **kw)
         out.append(r)
     return out

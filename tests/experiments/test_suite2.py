@@ -101,7 +101,7 @@ def test_bars_pick_the_best_baseline_and_judge_it() -> None:
     )
 
     def run(w: str, v: str, alloc: float) -> Run2:
-        return Run2(w, 1.5, v, 10, "", {"alloc_pct": alloc, "useful_pct": alloc, "pass_p99_ms": 1.0})
+        return Run2(w, 1.5, v, 10, "", {"alloc_pct": alloc, "goodput_pct": alloc, "pass_p99_ms": 1.0})
 
     runs = [run(w, "volcano", 90 + i) for i, w in enumerate("abc")]
     runs += [run(w, "kai", 91 + i) for i, w in enumerate("abc")]

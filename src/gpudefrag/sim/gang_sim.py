@@ -96,7 +96,7 @@ class GangSimResult:
         return self.lost_gpu_s + self.restart_gpu_s
 
     @property
-    def useful_allocation(self) -> float:
+    def goodput(self) -> float:
         """Allocation less the GPU time moves wasted (lost work and restarts)."""
         return (self.meter.alloc_gpu_s - self.waste_gpu_s) / (self.meter.span_s * self.total_gpus)
 

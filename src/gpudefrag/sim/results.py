@@ -5,7 +5,7 @@ capacity not allocated is split, time-averaged, into *whole free GPUs* (nothing 
 the free remainders of *shared GPUs* (partly used), so ``gpu_alloc_pct + gpu_idle_whole_pct +
 gpu_idle_shared_pct = 100``.  Allocation counts GPUs that migrations waste (work redone after
 an eviction, a restarting pod's GPUs, the source held through the grace period);
-``gpu_useful_pct`` is ``gpu_alloc_pct`` less that GPU time, for the moves started in the
+``goodput_pct`` is ``gpu_alloc_pct`` less that GPU time, for the moves started in the
 window, as a share of the window's capacity.  Waits count window arrivals; a pod still
 pending counts ``horizon - arrival``.
 """
@@ -42,7 +42,7 @@ class TimedResult:
     gpu_alloc_pct: float
     gpu_idle_whole_pct: float
     gpu_idle_shared_pct: float
-    gpu_useful_pct: float
+    goodput_pct: float
     wait_p50_s: float
     wait_p95_s: float
     wait_p99_s: float
@@ -120,7 +120,7 @@ def build_result(
         running_at_end=count[PodPhase.RUNNING], pending_at_end=count[PodPhase.PENDING],
         gpu_alloc_pct=alloc_pct, gpu_idle_whole_pct=pct(whole_area),
         gpu_idle_shared_pct=pct(window_milli_s - area - whole_area),
-        gpu_useful_pct=alloc_pct - pct(3600.0 * GPU_MILLI_PER_GPU * c.gpu_hours_wasted),
+        goodput_pct=alloc_pct - pct(3600.0 * GPU_MILLI_PER_GPU * c.gpu_hours_wasted),
         wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95), wait_p99_s=percentile(waits, 99),
         waits_counted=int(window.sum()), eight_gpu_arrived=int(eight.sum()), stranded_8gpu=int(stranded.sum()),
         sessions=c.sessions, decision_latency_p99_s=percentile(latencies_s, 99),

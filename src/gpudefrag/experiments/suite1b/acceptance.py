@@ -2,7 +2,7 @@
 
 The thresholds are data of the suite (:class:`Acceptance1b`, held by ``Suite1bConfig.acceptance``
 and settable with ``--set acceptance.<field>=<value>``).  Differences are paired to FGD over the
-seeds; "net" is GPU allocation net of the GPU time migrations waste (``gpu_useful_pct``).
+seeds; "net" is GPU allocation net of the GPU time migrations waste (``goodput_pct``).
 
 * **Solver placement** is not worse than FGD at any load: at every load run, the mean paired
   difference in GPU allocation (solver - FGD) is >= ``solver_min_mean_gain_pp`` and its 95 %
@@ -131,7 +131,7 @@ def defrag_check(runs: list[Run1b], config: Suite1bConfig) -> Check:
     parts, met = [], False
     for v in DEFRAG_VARIANTS:
         alloc = paired_to_control(runs, v, load, config.restart_s, "gpu_alloc_pct")
-        useful = paired_to_control(runs, v, load, config.restart_s, "gpu_useful_pct")
+        useful = paired_to_control(runs, v, load, config.restart_s, "goodput_pct")
         wait = paired_to_control(runs, v, load, config.restart_s, "wait_p95_s")
         if alloc is None or useful is None or wait is None:
             continue
@@ -176,7 +176,7 @@ def sweep_check(runs: list[Run1b], config: Suite1bConfig) -> Check:
     for v in dict.fromkeys(config.sweep_variants):
         cells = []
         for r in restarts:
-            p = paired_to_control(runs, v, load, r, "gpu_useful_pct", control_restart_s=config.restart_s)
+            p = paired_to_control(runs, v, load, r, "goodput_pct", control_restart_s=config.restart_s)
             if p is None:
                 missing.append(f"{v} at {r:g} s")
                 continue

@@ -69,7 +69,7 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
     for v in dict.fromkeys(config.sweep_variants):
         pairs = {
             r: paired_to_control(
-                runs, v, config.sweep_load, r, "gpu_useful_pct", control_restart_s=config.restart_s
+                runs, v, config.sweep_load, r, "goodput_pct", control_restart_s=config.restart_s
             )
             for r in sweep_restarts(runs, config, v)
         }

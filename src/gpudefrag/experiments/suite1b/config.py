@@ -97,7 +97,7 @@ class Acceptance1b:
     defrag_min_gain_pp: PercentPoints = 1.0  # least mean allocation gain of a defrag variant over FGD
     # most mean p95 wait it may add over FGD
     defrag_max_p95_wait_added_s: Annotated[float, Interval(ge=-86_400, le=86_400)] = 60.0
-    defrag_min_net_gain_pp: PercentPoints = 0.8  # least mean gain net of migration waste (gpu_useful_pct)
+    defrag_min_net_gain_pp: PercentPoints = 0.8  # least mean gain net of migration waste (goodput_pct)
     # least share of its executed plans that were fulfilled
     min_fulfilled_plan_share: Annotated[float, Interval(ge=0, le=1)] = 0.70
     sweep_min_net_gain_pp: PercentPoints = 0.0  # least mean net gain of each sweep variant at each restart

@@ -172,7 +172,7 @@ def _sweep_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
             rs = _select(runs, v, config.sweep_load, rs_s)
             alloc_cell, useful_cell, wait_cell = (
                 _paired_cell(runs, v, config.sweep_load, rs_s, m, d, control_restart_s=config.restart_s)
-                for m, d in (("gpu_alloc_pct", 2), ("gpu_useful_pct", 2), ("wait_p95_s", 0))
+                for m, d in (("gpu_alloc_pct", 2), ("goodput_pct", 2), ("wait_p95_s", 0))
             )
             plans, share = acceptance1b.plans_and_fulfilled_share(runs, v, config.sweep_load, rs_s)
             share_cell = "n/a" if share is None else f"{100 * share:.0f} %"
@@ -249,7 +249,7 @@ def markdown(runs: list[Run1b], config: Suite1bConfig, wall_s: float, title: str
                     _paired_cell(runs, v, load, config.restart_s, m, d)
                     for m, d in (
                         ("gpu_alloc_pct", 2),
-                        ("gpu_useful_pct", 2),
+                        ("goodput_pct", 2),
                         ("wait_p95_s", 0),
                         ("stranded_8gpu", 1),
                     )

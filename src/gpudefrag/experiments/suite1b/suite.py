@@ -37,7 +37,7 @@ __all__ = [
 
 TIMED_METRICS = (
     "gpu_alloc_pct",
-    "gpu_useful_pct",
+    "goodput_pct",
     "gpu_idle_whole_pct",
     "gpu_idle_shared_pct",
     "wait_p50_s",

@@ -22,7 +22,7 @@ __all__ = ["Bar", "bars", "markdown", "write_report"]
 
 TABLE_METRICS = (
     ("alloc_pct", "alloc %", 2),
-    ("useful_pct", "useful %", 2),
+    ("goodput_pct", "goodput %", 2),
     ("wait_p50_s", "wait p50 s", 0),
     ("wait_p95_s", "wait p95 s", 0),
     ("wait_p95_s_32p", "p95 wait 32+ s", 0),
@@ -41,7 +41,7 @@ TABLE_METRICS = (
 )
 CHART_METRICS = (
     "alloc_pct",
-    "useful_pct",
+    "goodput_pct",
     "wait_p95_s",
     "wait_p95_s_32p",
     "jct_mean_s",
@@ -138,7 +138,7 @@ def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Bar]:
                     )
                 )
         if "volcano" in v:
-            p = _diff(runs, cfg, top, "ours+defrag", "volcano", "useful_pct")
+            p = _diff(runs, cfg, top, "ours+defrag", "volcano", "goodput_pct")
             out.append(
                 Bar(
                     f"ours+defrag net of migration waste - volcano at {top}x >= +2 pp",
@@ -193,7 +193,7 @@ def _paired_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]
     best = best_placement_baseline(runs, cfg, load)
     if best and best not in refs:
         refs.append(best)
-    lines = ["| variant | " + " | ".join(f"alloc vs {r} (pp)" for r in refs) + " | useful vs volcano (pp) |"]
+    lines = ["| variant | " + " | ".join(f"alloc vs {r} (pp)" for r in refs) + " | goodput vs volcano (pp) |"]
     lines.append("|---" + "|---:" * (len(refs) + 1) + "|")
     for var in cfg.variants:
         cells = []
@@ -201,7 +201,7 @@ def _paired_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]
             p = _diff(runs, cfg, load, var, r, "alloc_pct")
             cells.append(f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] ({p.wins}/{p.losses})")
         if "volcano" in cfg.variants:
-            p = _diff(runs, cfg, load, var, "volcano", "useful_pct")
+            p = _diff(runs, cfg, load, var, "volcano", "goodput_pct")
             cells.append(f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}]")
         else:
             cells.append("–")

@@ -2,7 +2,7 @@
 
 Every figure is over the measurement window: jobs submitted in it, time integrals over it.
 
-* ``alloc_pct`` / ``useful_pct``: time-averaged GPUs in use / the same less the GPU time moves
+* ``alloc_pct`` / ``goodput_pct``: time-averaged GPUs in use / the same less the GPU time moves
   wasted (work redone, restarts), in % of the cluster's GPUs;
 * ``wait_pXX_s`` over all started jobs, ``wait_p95_s_<size>`` by job size in GPUs (``size_32p``
   = 32 or more); ``wait_p95_s_32p_censored``: the p95 wait of every 32+ GPU job submitted in
@@ -50,7 +50,7 @@ def summarise(result: GangSimResult, topology: Topology) -> dict[str, float]:
     waits = [r.start_s - r.job.submit_s for r in started if r.start_s is not None]
     out: dict[str, float] = {
         "alloc_pct": 100.0 * result.allocation,
-        "useful_pct": 100.0 * result.useful_allocation,
+        "goodput_pct": 100.0 * result.goodput,
         "jobs": float(len(recs)),
         "wait_p50_s": _pct(waits, 50),
         "wait_p95_s": _pct(waits, 95),
