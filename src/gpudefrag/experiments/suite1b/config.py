@@ -50,20 +50,10 @@ SEED_SETS: dict[str, tuple[int, ...]] = {
     "confirmation-8": tuple(range(8001, 8021)),
 }
 """The suite's seed sets.  ``tuning``: settings are chosen here.  ``old-report``: the report set
-of the earlier issues, run many times while settings were chosen, so spent for reporting.
-``confirmation``: 20 seeds picked on 2026-11-30 that no run had used; run once, on 2026-12-01
-at commit 44eea55 (issue 15), so now spent.  ``confirmation-2``: 20 seeds picked on 2026-12-01
-after that run; run once, on 2026-12-03 at commit e93b22a, so now spent.  ``confirmation-3``: 20
-seeds picked on 2026-12-03 after that run; run once, on 2026-12-05 at commit db69fb7, so now
-spent.  ``confirmation-4``: 20 seeds picked on 2026-12-05 after that run; run once, on 2026-12-05
-at commit 874d3d6, so now spent.  ``confirmation-5``: 20 seeds picked on 2026-12-05 after that
-run; run once, on 2026-12-05 at commit 4ea030b, so now spent.  ``confirmation-6``: 20 seeds
-picked on 2026-12-05 after that run; run once, started on 2026-12-05 at commit 673730e, so now
-spent.  ``confirmation-7``: 20 seeds picked on 2026-12-05 with that run; run once, on
-2026-12-06 at commit 60a61e8 (the settings of 673730e, unchanged), so now spent.
-``confirmation-8``: 20 seeds picked on 2026-12-06 after that run, never run yet: the next
-confirmation.  A confirmation set runs once, at the end, with the suite's own settings, and its
-figures are the ones reported."""
+of the earlier issues, spent.  ``confirmation`` ... ``confirmation-8``: 20 seeds each, picked
+one after another, each run once, at the end, with the suite's own settings (its figures are
+the ones reported) and spent from then on; which ran when, at which commit and with which
+settings: docs/suite1b.md, "Seed sets"."""
 RUN_ONCE_SEED_SETS = tuple(name for name in SEED_SETS if name.startswith("confirmation"))
 """The confirmation sets, in the order they were picked: each runs once, with the suite's own
 settings."""

@@ -53,9 +53,7 @@ class Suite2Config:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     defrag_tick_s: float = 60.0
-    # chosen on the tuning windows (docs/tuning-suite2.md, 2026-12-02): no drain reservations
-    # (they idled whole nodes on both held-out sets) and up to 32 moves per plan (8 could not
-    # empty the nodes of a 64-GPU gang)
+    # chosen on the tuning windows (docs/tuning-suite2.md): no drain reservations, up to 32 moves
     defrag: DefragConfig = field(default_factory=lambda: DefragConfig(max_moves=32))
 
 

@@ -83,30 +83,22 @@ class Suite3Config:
     restart_s: float = 300.0
     spare_fraction: float = 0.11
     pooled_variant: str = "pooled-cluster"
-    """The pooled reserve the spare bar is judged on, named before a report run: chosen on the
-    tuning windows (pooled-cluster kept every failed gang's p95 restart at the restart time;
-    pooled-leaf, spread over the leaves, once let a 16-GPU gang wait 2.6 h)."""
+    """The pooled reserve the spare bar is judged on, named before a report run (chosen on the
+    tuning windows: docs/suite3.md)."""
     stress_scale: float = 10.0
     failures: FailureConfig = field(default_factory=FailureConfig)
     elastic: ElasticConfig = field(default_factory=ElasticConfig)
     burst_fraction: float = 0.25
-    """Standby nodes of the elastic variant beyond its peak-sized pool, as a share of it: chosen
-    on the tuning windows on 2026-12-02, after confirmation-2, where the peak-sized pool itself built a backlog that
-    elastic mode, capped at that pool, could not catch up (tuning: best-effort p95 wait on
-    itp01-w1 and itp06-w1 1,779-4,173 s -> 644-738 s, node-hours +0.3 %; 0.1 kept half of that,
-    0.5 no more)."""
+    """Standby nodes of the elastic variant beyond its peak-sized pool, as a share of it (chosen
+    on the tuning windows: docs/suite3.md, "burst_fraction")."""
 
     checkpoint_wait_s: float = 600.0
     """How long a blocked research job may wait for its preemption victims' next checkpoints
-    (:class:`~gpudefrag.sim.capacity_sim.Sim3Config`; only ``ours`` ever waits).  Chosen on the
-    tuning windows on 2026-12-02, after confirmation-3 and before confirmation-4 was run (ours
-    against kube, GPU-hours lost to preemption: 35.4 % fewer without waiting, 47.2 / 53.2 /
-    56.5 % with 300 / 600 / 900 s; research p95 wait where it was 0 s: up to 162 / 425 / 650 s;
-    production unchanged)."""
+    (:class:`~gpudefrag.sim.capacity_model.Sim3Config`; only ``ours`` ever waits; chosen on the
+    tuning windows: docs/suite3.md, "checkpoint_wait_s")."""
     wait_price: float = 0.0
     """What ``ours`` charges per GPU-second of such a wait
-    (:class:`~gpudefrag.capacity.victims_ours.CheckpointAwareVictims`; 1.0 saved less on the
-    tuning windows: 47.9 % at 600 s)."""
+    (:class:`~gpudefrag.capacity.victims_ours.CheckpointAwareVictims`; docs/suite3.md)."""
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.checkpoint_wait_s < self.checkpoint_interval_s):
@@ -121,6 +113,6 @@ class Suite3Config:
     @property
     def serve_grace_s(self) -> float:
         """How close to the window's end a job may be submitted and still not count as unserved
-        when it never started: one elastic tick plus the provisioning delay, for every variant.
-        Set after the confirmation run (2026-12-02) and judged first on confirmation-2."""
+        when it never started: one elastic tick plus the provisioning delay, for every variant
+        (docs/suite3.md)."""
         return self.elastic.tick_s + self.elastic.provision_s
