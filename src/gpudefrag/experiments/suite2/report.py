@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.runs_csv import write_runs_csv
 from gpudefrag.experiments.common.stats import paired
 from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
 from gpudefrag.experiments.suite2.suite import Run2
@@ -271,15 +272,8 @@ def markdown(runs: list[Run2], cfg: Suite2Config, wall_s: float, nodes: dict[str
 
 
 def write_csv(runs: list[Run2], path: Path) -> Path:
-    keys = sorted({k for r in runs for k in r.metrics})
-    with atomic_write(path) as f:
-        w = csv.writer(f)
-        w.writerow(["window", "load", "variant", "nodes", "event_hash", *keys])
-        for r in runs:
-            w.writerow(
-                [r.window, r.load, r.variant, r.nodes, r.event_hash, *(r.metrics.get(k, "") for k in keys)]
-            )
-    return path
+    rows = [((r.window, r.load, r.variant, r.nodes, r.event_hash), r.metrics) for r in runs]
+    return write_runs_csv(path, ("window", "load", "variant", "nodes", "event_hash"), rows)
 
 
 def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path]:

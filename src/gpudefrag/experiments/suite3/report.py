@@ -20,7 +20,6 @@ The bars (issue 19), each computed on the runs of this report only:
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.runs_csv import write_runs_csv
 from gpudefrag.experiments.common.stats import paired
 from gpudefrag.experiments.suite3.config import STUDIES, Suite3Config, variant
 from gpudefrag.experiments.suite3.suite import Run3
@@ -235,15 +235,8 @@ def markdown(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> str:
 
 
 def write_csv(runs: list[Run3], path: Path) -> Path:
-    keys = sorted({k for r in runs for k in r.metrics})
-    with atomic_write(path) as f:
-        w = csv.writer(f)
-        w.writerow(["window", "seed", "variant", "nodes", "event_hash", *keys])
-        for r in runs:
-            w.writerow(
-                [r.window, r.seed, r.variant, r.nodes, r.event_hash, *(r.metrics.get(k, "") for k in keys)]
-            )
-    return path
+    rows = [((r.window, r.seed, r.variant, r.nodes, r.event_hash), r.metrics) for r in runs]
+    return write_runs_csv(path, ("window", "seed", "variant", "nodes", "event_hash"), rows)
 
 
 def write_charts(runs: list[Run3], folder: Path) -> list[Path]:
