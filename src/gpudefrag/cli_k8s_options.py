@@ -166,15 +166,21 @@ def solver_config(args: argparse.Namespace) -> SolverConfig:
 
 
 def profile_arg(text: str) -> Profile:
-    """``--config``: a shipped profile's name or a file; a bad one is a one-line usage error
-    naming the file and field."""
+    """``--config``: a shipped profile's name or a file; a bad one, or one asking for what the
+    Kubernetes driver does not run yet, is a one-line usage error naming the file and field."""
     from gpudefrag.errors import InputError
     from gpudefrag.profiles.schema import profile_arg as read
 
     try:
-        return read(text)
+        got = read(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    beyond = got.beyond_pods()
+    if beyond is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text}: {beyond}; the Kubernetes driver runs allocate and defragment for pods"
+        )
+    return got
 
 
 def topology_levels(args: argparse.Namespace) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.errors import InputError
 from gpudefrag.experiments.suite1b.config import Suite1bConfig
+from gpudefrag.gangs.defrag import DefragConfig as GangDefragConfig
 from gpudefrag.k8s.defrag import DefragReconciler
 from gpudefrag.k8s.defrag_config import DefragConfig
 from gpudefrag.profiles.schema import load_profile, shipped
@@ -57,7 +58,32 @@ def _write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ('name = "x"\nactions = ["allocate", "preempt"]\n', "actions[1]: must be 'allocate' or 'defragment'"),
+        (
+            'name = "x"\nactions = ["allocate", "backfill"]\n',
+            "actions[1]: must be 'allocate', 'defragment', ",
+        ),
+        (
+            'name = "x"\nactions = ["allocate", "preempt"]\n[preempt]\nvictims = "random"\n',
+            "preempt.victims: must be",
+        ),
+        (
+            'name = "x"\nactions = ["allocate", "preempt"]\n[preempt]\ncheckpoint_wait_s = -1\n',
+            "preempt.checkpoint_wait_s: must be",
+        ),
+        (
+            'name = "x"\nactions = ["allocate", "defragment"]\n[defragment.gangs]\nmax_moves = 0\n',
+            "defragment.gangs.max_moves: must be an integer in 1..10_000, got 0",
+        ),
+        (
+            'name = "x"\nactions = ["allocate", "defragment"]\n[defragment.gangs]\nrestart_s = 5\n',
+            "the restart time is the cluster's",
+        ),
+        (
+            'name = "x"\nactions = ["allocate", "elastic"]\n[elastic]\nwarm_fraction = 2\n',
+            "elastic.warm_fraction",
+        ),
+        ('name = "x"\nactions = ["allocate", "consolidate"]\n[consolidate]\nx = 1\n', "takes no settings"),
+        ('name = "x"\n[allocate]\ngangs = "tetris"\n', "allocate.gangs: must be"),
         ('name = "x"\n[allocate]\nplacer = "fgd"\nspeed = 3\n', "allocate.speed: unknown setting"),
         (
             'name = "x"\nactions = ["allocate", "defragment"]\n[defragment.planner]\nmax_moves = -3\n',
@@ -108,7 +134,9 @@ def test_a_yaml_profile_reads_as_the_toml_one(tmp_path: Path) -> None:
 
 
 def test_an_unknown_shipped_profile_lists_the_shipped_ones() -> None:
-    with pytest.raises(InputError, match=r"no such shipped profile \(shipped: kubernetes, suite1b\)"):
+    with pytest.raises(
+        InputError, match=r"no such shipped profile \(shipped: kubernetes, suite1b, suite2, suite3\)"
+    ):
         shipped("nope")
 
 
@@ -130,3 +158,39 @@ def test_a_bad_profile_on_the_command_line_is_one_line(
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.count("\n") == 1
         assert f"argument --config: {bad}: defragment.plans_per_tick: must be an integer in 1..10_000" in err
+
+
+def test_suites_2_and_3_take_their_settings_from_their_profiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpudefrag.experiments.suite2 import config as config2
+    from gpudefrag.experiments.suite3 import config as config3
+
+    two, three = shipped("suite2"), shipped("suite3")
+    assert config2.Suite2Config(windows=(), set_name="t").defrag == two.defragment.gangs
+    assert two.defragment.gangs.max_moves == 32 and two.allocate.gangs == "ours"
+    cfg3 = config3.Suite3Config(windows=(), set_name="t")
+    assert (cfg3.checkpoint_wait_s, cfg3.wait_price, cfg3.elastic) == (
+        three.preempt.checkpoint_wait_s,
+        three.preempt.wait_price,
+        three.elastic,
+    )
+    # a changed profile changes the suite's default
+    edited = two.model_copy(
+        update={"defragment": two.defragment.model_copy(update={"gangs": GangDefragConfig(max_moves=5)})}
+    )
+    monkeypatch.setattr(config2, "shipped", lambda name: edited)
+    assert config2.Suite2Config(windows=(), set_name="t").defrag.max_moves == 5
+
+
+@pytest.mark.parametrize("name", ["suite2", "suite3"])
+def test_the_kubernetes_driver_refuses_what_only_the_job_simulators_run(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpudefrag.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--snapshot", "nothing.json", "--config", name])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "in the job simulators only" in err[0], err

@@ -34,15 +34,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from annotated_types import Interval
 
 from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo, move_cost_gpu_s
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.gangs.reserve import Reservations
 from gpudefrag.model.gang_state import GangState, PlacementError
 from gpudefrag.model.jobs import Job
+from gpudefrag.settings import Seconds
 
 IntArray = npt.NDArray[np.int64]
 
@@ -51,18 +54,24 @@ __all__ = ["CheckpointDefrag", "DefragConfig"]
 
 @dataclass(frozen=True)
 class DefragConfig:
-    restart_s: float = 300.0
-    min_wait_s: float = 600.0
-    value_s: float = 3600.0
-    max_moves: int = 8
-    max_plans_per_tick: int = 2
-    max_jobs_per_tick: int = 8
-    gang_move_max_s: float = 600.0
-    max_candidates_per_node: int = 10
-    drain_after_s: float | None = None
-    max_drain_s: float = 24 * 3600.0
-    max_reservations: int = 1
-    drain_min_free_fraction: float = 0.0
+    """The gang defragmenter's settings (module docstring); ranges checked where values come in
+    (:mod:`gpudefrag.settings`, a profile's ``[defragment.gangs]``)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # unknown keys in a file: an error
+
+    restart_s: Seconds = 300.0
+    """The cluster's restart time (set by the scenario, not by a profile)."""
+    min_wait_s: Seconds = 600.0
+    value_s: Seconds = 3600.0
+    max_moves: Annotated[int, Interval(ge=1, le=10_000)] = 8
+    max_plans_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 2
+    max_jobs_per_tick: Annotated[int, Interval(ge=1, le=10_000)] = 8
+    gang_move_max_s: Seconds = 600.0
+    max_candidates_per_node: Annotated[int, Interval(ge=1, le=10_000)] = 10
+    drain_after_s: Seconds | None = None
+    max_drain_s: Seconds = 24 * 3600.0
+    max_reservations: Annotated[int, Interval(ge=1, le=10_000)] = 1
+    drain_min_free_fraction: Annotated[float, Interval(ge=0, le=1)] = 0.0
 
 
 class CheckpointDefrag:

@@ -10,7 +10,21 @@ on those fields (:mod:`gpudefrag.settings`), checked here by pydantic:
   ``solver``'s settings (:class:`~gpudefrag.batch.solver_config.SolverConfig`);
 * ``defragment``: the controller's budgets (:class:`DefragmentSettings`) and the
   ``planner``'s settings (:class:`~gpudefrag.defrag.planner_config.PlannerConfig`; the restart
-  and grace times are the cluster's, set by the driver or the scenario, not here).
+  and grace times are the cluster's, set by the driver or the scenario, not here); for jobs and
+  gangs, ``[defragment.gangs]``: the gang defragmenter's
+  (:class:`~gpudefrag.gangs.defrag.DefragConfig`);
+* ``consolidate``: KAI's Consolidate action (:mod:`gpudefrag.gangs.kai_consolidate`), no
+  settings;
+* ``preempt``: a victim rule for blocked jobs of higher priority (``victims``: ``kube``,
+  ``kai`` or ``ours``) and how long ours may wait for its victims' checkpoints
+  (:class:`PreemptSettings`);
+* ``elastic``: powering nodes on and off with the queue
+  (:class:`~gpudefrag.capacity.elastic_config.ElasticConfig`).
+
+``allocate.gangs`` names the placer of jobs and gangs on a topology (``volcano``, ``kueue``,
+``kai``, ``slurm``, ``fgd``, ``ours``, ``ours-batch``); unset, the driver places gangs its own
+way.  Which actions a driver runs: the suites' job simulators run all five; the Kubernetes
+driver runs ``allocate`` and ``defragment`` for pods and refuses a profile that asks more.
 
 ``actions`` lists the actions in the order they run; a table for an action not listed is an
 error, so is a key no action has.  Example::
@@ -43,8 +57,10 @@ from annotated_types import Interval
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from gpudefrag.batch.solver_config import SolverConfig
+from gpudefrag.capacity.elastic_config import ElasticConfig
 from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.errors import InputError
+from gpudefrag.gangs.defrag import DefragConfig
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.settings import Fraction, Seconds, bounds_of
 
@@ -53,14 +69,17 @@ __all__ = [
     "PLACERS",
     "AllocateSettings",
     "DefragmentSettings",
+    "PreemptSettings",
     "Profile",
     "load_profile",
     "shipped",
 ]
 
-ACTIONS = ("allocate", "defragment")
+ACTIONS = ("allocate", "defragment", "consolidate", "preempt", "elastic")
 """The actions a profile may list."""
 PLACERS = ("fgd", "bestfit", "gpupacking", "gpuclustering", "dotprod", "random", "solver")
+GANG_PLACERS = ("volcano", "kueue", "kai", "slurm", "fgd", "ours", "ours-batch")
+VICTIM_RULES = ("kube", "kai", "ours")
 Budget = Annotated[int, Interval(ge=1, le=10_000)]
 
 
@@ -72,6 +91,8 @@ class AllocateSettings(BaseModel):
     placer: Literal["fgd", "bestfit", "gpupacking", "gpuclustering", "dotprod", "random", "solver"] = "fgd"
     solver: SolverConfig = SolverConfig()
     """The batch placer's settings (with ``placer = "solver"``)."""
+    gangs: Literal["volcano", "kueue", "kai", "slurm", "fgd", "ours", "ours-batch"] | None = None
+    """The placer of jobs and gangs on a topology (None: the driver's own)."""
 
 
 class DefragmentSettings(BaseModel):
@@ -96,6 +117,15 @@ class DefragmentSettings(BaseModel):
     """Pods of 2+ GPUs get plans only while this share of the GPUs would stay free with them placed."""
     min_wait_s: Seconds = 0.0
     """A pod gets plans only once it has waited this long."""
+    gangs: DefragConfig = DefragConfig()
+    """The gang defragmenter's settings (its restart time is the cluster's)."""
+
+    @field_validator("gangs")
+    @classmethod
+    def _no_gang_restart(cls, gangs: DefragConfig) -> DefragConfig:
+        if gangs.restart_s != DefragConfig().restart_s:
+            raise ValueError("the restart time is the cluster's: set it where the run is described")
+        return gangs
 
     @field_validator("planner")
     @classmethod
@@ -107,6 +137,19 @@ class DefragmentSettings(BaseModel):
         return planner
 
 
+class PreemptSettings(BaseModel):
+    """Preemption of lower-priority running jobs for a blocked job."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    victims: Literal["kube", "kai", "ours"] = "ours"
+    checkpoint_wait_s: Seconds = 0.0
+    """How long a blocked job below production may wait for its victims' next checkpoints
+    (only ``ours`` waits); below the checkpoint interval."""
+    wait_price: Annotated[float, Interval(ge=0, le=1000)] = 0.0
+    """What ``ours`` charges per GPU-second of such a wait."""
+
+
 class Profile(BaseModel):
     """A named list of actions and their settings (module docstring)."""
 
@@ -114,9 +157,22 @@ class Profile(BaseModel):
 
     name: str
     description: str = ""
-    actions: tuple[Literal["allocate", "defragment"], ...] = ("allocate",)
+    actions: tuple[Literal["allocate", "defragment", "consolidate", "preempt", "elastic"], ...] = (
+        "allocate",
+    )
     allocate: AllocateSettings = AllocateSettings()
     defragment: DefragmentSettings = DefragmentSettings()
+    consolidate: dict[str, Any] = {}
+    """KAI's Consolidate has no settings: an empty table."""
+    preempt: PreemptSettings = PreemptSettings()
+    elastic: ElasticConfig = ElasticConfig()
+
+    @field_validator("consolidate")
+    @classmethod
+    def _no_consolidate_settings(cls, table: dict[str, Any]) -> dict[str, Any]:
+        if table:
+            raise ValueError(f"KAI's Consolidate takes no settings, got {', '.join(sorted(table))}")
+        return table
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +195,17 @@ class Profile(BaseModel):
 
     def runs(self, action: str) -> bool:
         return action in self.actions
+
+    def beyond_pods(self) -> str | None:
+        """What of this profile only the job simulators run (None when a pod driver, the
+        Kubernetes driver, can run all of it): actions other than allocate and defragment, or
+        a gang placer."""
+        extra = [a for a in self.actions if a not in ("allocate", "defragment")]
+        if extra:
+            return f"actions {', '.join(extra)} run in the job simulators only"
+        if self.allocate.gangs is not None:
+            return f"allocate.gangs = {self.allocate.gangs!r} runs in the job simulators only"
+        return None
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -220,7 +287,8 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def shipped(name: str) -> Profile:
-    """One of the profiles shipped with gpudefrag (``kubernetes``, ``suite1b``)."""
+    """One of the profiles shipped with gpudefrag (``kubernetes``, ``suite1b``, ``suite2``,
+    ``suite3``)."""
     files = resources.files("gpudefrag.profiles")
     path = files / f"{name}.toml"
     if not path.is_file():

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from gpudefrag.capacity.elastic_config import ElasticConfig
 from gpudefrag.gangs.metrics import Meter
 from gpudefrag.model.jobs import Job
 
@@ -49,18 +50,6 @@ class Waiting:
     asks_at_s: float
     ends_s: float
     victims: frozenset[int]
-
-
-@dataclass(frozen=True)
-class ElasticConfig:
-    """Elastic mode's settings (module docstring)."""
-
-    tick_s: float = 60.0
-    idle_off_s: float = 1800.0
-    warm_fraction: float = 0.05
-    provision_s: float = 600.0
-    drain_max_used_gpus: int = 2
-    drain_max_cost_gpu_s: float = 2 * 3600.0
 
 
 @dataclass(frozen=True)

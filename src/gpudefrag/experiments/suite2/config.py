@@ -31,6 +31,7 @@ from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
 from gpudefrag.gangs.slurm_tree import SlurmTree
 from gpudefrag.gangs.volcano import VolcanoBinpack
 from gpudefrag.model.jobs import Job
+from gpudefrag.profiles.schema import shipped
 
 __all__ = ["BASELINES", "OURS", "VARIANTS", "Suite2Config", "make_variant"]
 
@@ -53,8 +54,8 @@ class Suite2Config:
     checkpoint_interval_s: float = 1800.0
     restart_s: float = 300.0
     defrag_tick_s: float = 60.0
-    # chosen on the tuning windows (docs/tuning-suite2.md): no drain reservations, up to 32 moves
-    defrag: DefragConfig = field(default_factory=lambda: DefragConfig(max_moves=32))
+    defrag: DefragConfig = field(default_factory=lambda: shipped("suite2").defragment.gangs)
+    """``ours+defrag``'s defragmenter: the shipped ``suite2`` profile's ``[defragment.gangs]``."""
 
 
 def make_variant(

@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpudefrag.capacity.elastic_config import ElasticConfig
 from gpudefrag.capacity.failures import FailureConfig
 from gpudefrag.errors import ConfigError
-from gpudefrag.sim.capacity_model import ElasticConfig
+from gpudefrag.profiles.schema import shipped
 
 __all__ = ["STUDIES", "VARIANTS", "Suite3Config", "Variant3", "variant"]
+
+_PROFILE = shipped("suite3")
+"""The suite's tuned settings of its actions (preempt, elastic): the shipped ``suite3`` profile."""
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,16 @@ class Suite3Config:
     tuning windows: docs/suite3.md)."""
     stress_scale: float = 10.0
     failures: FailureConfig = field(default_factory=FailureConfig)
-    elastic: ElasticConfig = field(default_factory=ElasticConfig)
+    elastic: ElasticConfig = field(default_factory=lambda: _PROFILE.elastic)
     burst_fraction: float = 0.25
     """Standby nodes of the elastic variant beyond its peak-sized pool, as a share of it (chosen
     on the tuning windows: docs/suite3.md, "burst_fraction")."""
 
-    checkpoint_wait_s: float = 600.0
+    checkpoint_wait_s: float = _PROFILE.preempt.checkpoint_wait_s
     """How long a blocked research job may wait for its preemption victims' next checkpoints
     (:class:`~gpudefrag.sim.capacity_model.Sim3Config`; only ``ours`` ever waits; chosen on the
     tuning windows: docs/suite3.md, "checkpoint_wait_s")."""
-    wait_price: float = 0.0
+    wait_price: float = _PROFILE.preempt.wait_price
     """What ``ours`` charges per GPU-second of such a wait
     (:class:`~gpudefrag.capacity.victims_ours.CheckpointAwareVictims`; docs/suite3.md)."""
 
