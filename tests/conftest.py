@@ -33,7 +33,6 @@ from lightkube import Client, KubeConfig
 
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.constants import ANY_GPU_MODEL, GPU_MILLI_PER_GPU
-from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.gpu_models import KNOWN_GPU_MODELS, gpu_model_mask, model_id
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.pods import PodSpec, pod_batch
@@ -329,18 +328,18 @@ class InMemoryCluster:
 # ---- suite 2 (gangs): random states and jobs shared by the baseline tests ----------------------
 
 
-def random_gang_state(topo: Topology, rng: random.Random) -> GangState:
+def random_gang_state(topo: Topology, rng: random.Random) -> ClusterState:
     """A state on ``topo`` with about 35 % full nodes, 25 % partly used, 5 % with a shared GPU."""
-    s = GangState(topo)
+    s = ClusterState.for_topology(topo)
     g = topo.max_gpus_per_node
     for i in range(topo.num_nodes):
         r = rng.random()
         if r < 0.35:
-            s.bind(Job(50_000 + i, 0.0, 1.0, g), [i])
+            s.bind_job(Job(50_000 + i, 0.0, 1.0, g), [i])
         elif r < 0.6:
-            s.bind(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
+            s.bind_job(Job(50_000 + i, 0.0, 1.0, rng.randint(1, g - 1)), [i])
         elif r < 0.65:
-            s.bind(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
+            s.bind_job(Job(50_000 + i, 0.0, 1.0, 1, gpu_milli=rng.choice((250, 500))), [i])
     return s
 
 
@@ -358,11 +357,11 @@ def random_gang_jobs(topo: Topology, rng: random.Random, k: int) -> list[Job]:
     return out
 
 
-def busy_state(topo: Topology, used: dict[int, int]) -> GangState:
+def busy_state(topo: Topology, used: dict[int, int]) -> ClusterState:
     """A state whose node n has ``used[n]`` GPUs taken by filler jobs."""
-    s = GangState(topo)
+    s = ClusterState.for_topology(topo)
     for i, (node, g) in enumerate(sorted(used.items())):
-        s.bind(Job(10_000 + i, 0.0, 1.0, g), [node])
+        s.bind_job(Job(10_000 + i, 0.0, 1.0, g), [node])
     return s
 
 
@@ -383,18 +382,18 @@ def check_policy_on_random_states(policy, topo: Topology, seed: int, states: int
     every = np.arange(topo.num_nodes, dtype=np.int64)
     for _ in range(states):
         s = random_gang_state(topo, rng)
-        before = (s.free_gpus.copy(), s.free_milli.copy(), s.version, dict(s.placements))
+        before = (s.free_gpus.copy(), s.gpu_milli_left.copy(), s.epoch, dict(s.placements))
         for job in random_gang_jobs(topo, rng, 12):
             nodes = policy.place(s, job)
-            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.free_milli, before[1])
-            assert s.version == before[2] and s.placements == before[3]
+            assert np.array_equal(s.free_gpus, before[0]) and np.array_equal(s.gpu_milli_left, before[1])
+            assert s.epoch == before[2] and s.placements == before[3]
             c = job.constraint
             if complete and (c is None or c.mode == "preferred"):
                 assert (nodes is not None) == domain_can_host(s, job, every)
             if nodes is None:
                 continue
             assert len(nodes) == len(s.pods_of(job))
-            s.copy().bind(job, nodes)  # raises unless every pod fits where it is put
+            s.copy().bind_job(job, nodes)  # raises unless every pod fits where it is put
             if c is not None and c.mode == "required":
                 assert all_in_one_domain(topo, topo.level_index(c.level), nodes)
 

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.policy import candidate_levels
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.domain_counts import DomainCounts
 from gpudefrag.model.domain_index import domain_index
-from gpudefrag.model.gang_state import DomainCounts, GangState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Constraint, Job
 from gpudefrag.model.topology import Topology, nvl72, superpod, uniform
 
@@ -32,7 +33,7 @@ FloatArray = npt.NDArray[np.float64]
 # ---- the reference: the placement as it was, grouping every node on every decision ------------
 
 
-def _ref_whole_counts(state: GangState, whole: npt.NDArray[np.bool_]) -> list[IntArray]:
+def _ref_whole_counts(state: ClusterState, whole: npt.NDArray[np.bool_]) -> list[IntArray]:
     topo = state.topology
     return [
         np.bincount(
@@ -46,7 +47,7 @@ def _ref_term(x: IntArray, k: int, gpn: int) -> IntArray:
     return gpn * x * (x < k)
 
 
-def _ref_node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: IntArray) -> FloatArray:
+def _ref_node_deltas(state: ClusterState, work: Workload, pod_gpus: int, nodes: IntArray) -> FloatArray:
     topo = state.topology
     gpn = topo.max_gpus_per_node
     f = state.free_gpus[nodes]
@@ -68,14 +69,14 @@ def _ref_node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: Int
     return delta
 
 
-def _ref_parent_map(state: GangState, level: int, upper: int) -> IntArray:
+def _ref_parent_map(state: ClusterState, level: int, upper: int) -> IntArray:
     topo = state.topology
     out = np.zeros(topo.num_domains(level), dtype=np.int64)
     out[topo.domains(level)] = topo.domains(upper)
     return out
 
 
-def _ref_domain_delta(state: GangState, work: Workload, level: int, taken: IntArray) -> FloatArray:
+def _ref_domain_delta(state: ClusterState, work: Workload, level: int, taken: IntArray) -> FloatArray:
     topo = state.topology
     gpn = topo.max_gpus_per_node
     counts = _ref_whole_counts(state, state.free_gpus == topo.gpus_per_node)
@@ -91,7 +92,7 @@ def _ref_domain_delta(state: GangState, work: Workload, level: int, taken: IntAr
     return delta
 
 
-def _ref_pick(state: GangState, whole_nodes: IntArray, k: int, level: int) -> IntArray:
+def _ref_pick(state: ClusterState, whole_nodes: IntArray, k: int, level: int) -> IntArray:
     if level < 0 or k == 0:
         return np.sort(whole_nodes)[:k]
     dom = state.topology.domains(level)[whole_nodes]
@@ -117,17 +118,17 @@ class _Reference:
     def __init__(self, work: Workload) -> None:
         self.work = work
 
-    def _single(self, state: GangState, pod_gpus: int, nodes: IntArray) -> int | None:
+    def _single(self, state: ClusterState, pod_gpus: int, nodes: IntArray) -> int | None:
         ok = nodes[state.free_gpus[nodes] >= pod_gpus]
         if ok.size == 0:
             return None
         delta = _ref_node_deltas(state, self.work, pod_gpus, ok)
         return int(ok[np.lexsort((ok, state.free_gpus[ok], np.round(delta, 9)))[0]])
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         every = np.arange(state.topology.num_nodes, dtype=np.int64)
         if job.is_sharing:
-            fm = state.free_milli
+            fm = state.gpu_milli_left
             partly = (fm >= job.gpu_milli) & (fm < GPU_MILLI_PER_GPU)
             if partly.any():
                 return [int(np.argmin(np.where(partly, fm, GPU_MILLI_PER_GPU + 1).min(axis=1)))]
@@ -143,7 +144,7 @@ class _Reference:
                 return nodes
         return None
 
-    def _gang_at(self, state: GangState, sizes: list[int], level: int | None) -> list[int] | None:
+    def _gang_at(self, state: ClusterState, sizes: list[int], level: int | None) -> list[int] | None:
         topo = state.topology
         gpn = topo.max_gpus_per_node
         k = sum(1 for s in sizes if s == gpn)
@@ -229,7 +230,7 @@ def _random_job(rng: np.random.Generator, topo: Topology, job_id: int) -> Job:
     return Job(job_id, 0.0, 1.0, gpus, gpu_milli=milli, constraint=con)
 
 
-def _random_nodes(rng: np.random.Generator, state: GangState, job: Job) -> list[int] | None:
+def _random_nodes(rng: np.random.Generator, state: ClusterState, job: Job) -> list[int] | None:
     """A random placement (fragments the state): each pod on a random node with room."""
     out: list[int] = []
     scratch = state.copy()
@@ -248,7 +249,7 @@ def _random_nodes(rng: np.random.Generator, state: GangState, job: Job) -> list[
     return out
 
 
-def _recount(state: GangState) -> DomainCounts:
+def _recount(state: ClusterState) -> DomainCounts:
     return DomainCounts.recount(state.index, state.free_gpus, state.topology.gpus_per_node)
 
 
@@ -261,11 +262,11 @@ def test_aggregates_and_decisions_match_the_reference(name: str, seed: int) -> N
     topo = TOPOLOGIES[name]()
     rng = np.random.default_rng(seed)
     ours, ref = GangAware(WORK), _Reference(WORK)
-    state = GangState(topo)
+    state = ClusterState.for_topology(topo)
     placed = compared = 0
     for step in range(250):
         if state.placements and rng.random() < 0.3:
-            state.unbind(int(rng.choice(sorted(state.placements))))
+            state.unbind_job(int(rng.choice(sorted(state.placements))))
         else:
             job = _random_job(rng, topo, step)
             want = ref.place(state, job)
@@ -275,9 +276,9 @@ def test_aggregates_and_decisions_match_the_reference(name: str, seed: int) -> N
             nodes = got if got is not None and rng.random() < 0.6 else _random_nodes(rng, state, job)
             if nodes is None:
                 continue
-            rows = {n: state.free_milli[n].copy() for n in nodes}
+            rows = {n: state.gpu_milli_left[n].copy() for n in nodes}
             expect = [_ref_gpus(rows, n, g, job.gpu_milli) for n, g in zip(nodes, state.pods_of(job))]
-            assert [p.gpu_indices for p in state.bind(job, nodes)] == expect
+            assert [p.gpu_indices for p in state.bind_job(job, nodes)] == expect
             placed += 1
         assert state.kept_counts().equals(_recount(state)), step
     assert placed > 50 and compared > 100
@@ -293,46 +294,46 @@ def test_hidden_nodes_keep_decisions_equal_to_the_reference(name: str, how: str)
     topo = TOPOLOGIES[name]()
     rng = np.random.default_rng(11)
     ours, ref = GangAware(WORK), _Reference(WORK)
-    state = GangState(topo)
+    state = ClusterState.for_topology(topo)
     while state.used_gpus() < 0.5 * topo.total_gpus:
         job = _random_job(rng, topo, len(state.placements))
         nodes = _random_nodes(rng, state, job) if rng.random() < 0.5 else ours.place(state, job)
         if nodes is not None:
-            state.bind(job, nodes)
+            state.bind_job(job, nodes)
     kept = state.kept_counts().copy()
-    arrays = state.free_gpus.copy(), state.free_milli.copy()
+    arrays = state.free_gpus.copy(), state.gpu_milli_left.copy()
     hidden_cases = 0
     for trial in range(40):
         hidden = rng.choice(topo.num_nodes, size=int(rng.integers(1, topo.num_nodes // 3)), replace=False)
         hidden_cases += int((state.free_gpus[hidden] > 0).any())
         if how == "direct":
-            saved = state.free_gpus[hidden].copy(), state.free_milli[hidden].copy()
+            saved = state.free_gpus[hidden].copy(), state.gpu_milli_left[hidden].copy()
             state.free_gpus[hidden] = 0
-            state.free_milli[hidden] = 0
+            state.gpu_milli_left[hidden] = 0
         else:
             rows = state.hide(hidden)
-            assert not state.free_gpus[hidden].any() and not state.free_milli[hidden].any()
+            assert not state.free_gpus[hidden].any() and not state.gpu_milli_left[hidden].any()
             assert state.domain_counts() is state.kept_counts()
         assert state.domain_counts().equals(_recount(state))
         for j in range(5):
             job = _random_job(rng, topo, 1000 + 10 * trial + j)
             assert ours.place(state, job) == ref.place(state, job)
         if how == "direct":
-            state.free_gpus[hidden], state.free_milli[hidden] = saved
+            state.free_gpus[hidden], state.gpu_milli_left[hidden] = saved
         else:
             state.restore(hidden, rows)
-        assert np.array_equal(state.free_gpus, arrays[0]) and np.array_equal(state.free_milli, arrays[1])
+        assert np.array_equal(state.free_gpus, arrays[0]) and np.array_equal(state.gpu_milli_left, arrays[1])
         assert state.domain_counts() is state.kept_counts()
         assert state.kept_counts().equals(kept)
     assert hidden_cases > 30
 
 
 def test_a_copy_keeps_its_own_aggregates() -> None:
-    state = GangState(superpod(16, leaf_nodes=4))
-    state.bind(Job(1, 0, 1, 24), [0, 1, 2])
+    state = ClusterState.for_topology(superpod(16, leaf_nodes=4))
+    state.bind_job(Job(1, 0, 1, 24), [0, 1, 2])
     other = state.copy()
-    other.bind(Job(2, 0, 1, 8), [5])
-    other.unbind(1)
+    other.bind_job(Job(2, 0, 1, 8), [5])
+    other.unbind_job(1)
     assert state.kept_counts().equals(_recount(state))
     assert other.kept_counts().equals(_recount(other))
     # worked by hand: leaf 0 (nodes 0-3) has one wholly free node in state, four in other
@@ -343,11 +344,11 @@ def test_a_copy_keeps_its_own_aggregates() -> None:
 def test_histogram_by_hand() -> None:
     # 8 nodes of 8 GPUs, leaves of 4.  Node 0 keeps 5 free (3 taken), node 1 keeps 7 (a share
     # takes one GPU), node 5 none; everything else wholly free.
-    state = GangState(superpod(8, leaf_nodes=4))
-    state.bind(Job(1, 0, 1, 3), [0])
-    state.bind(Job(2, 0, 1, 1, gpu_milli=500), [1])
-    state.bind(Job(3, 0, 1, 1, gpu_milli=250), [1])  # best fit: the partly used GPU, no change
-    state.bind(Job(4, 0, 1, 8), [5])
+    state = ClusterState.for_topology(superpod(8, leaf_nodes=4))
+    state.bind_job(Job(1, 0, 1, 3), [0])
+    state.bind_job(Job(2, 0, 1, 1, gpu_milli=500), [1])
+    state.bind_job(Job(3, 0, 1, 1, gpu_milli=250), [1])  # best fit: the partly used GPU, no change
+    state.bind_job(Job(4, 0, 1, 8), [5])
     leaf, spine, root = state.kept_counts().free_hist
     assert leaf[0].tolist() == [0, 0, 0, 0, 0, 1, 0, 1, 2]
     assert leaf[1].tolist() == [1, 0, 0, 0, 0, 0, 0, 0, 3]
@@ -356,11 +357,11 @@ def test_histogram_by_hand() -> None:
 
 
 def test_failed_bind_leaves_the_aggregates_as_they_were() -> None:
-    state = GangState(superpod(4, leaf_nodes=2))
-    state.bind(Job(1, 0, 1, 4), [1])
+    state = ClusterState.for_topology(superpod(4, leaf_nodes=2))
+    state.bind_job(Job(1, 0, 1, 4), [1])
     before = state.kept_counts().copy()
     with pytest.raises(ValueError):
-        state.bind(Job(2, 0, 1, 16), [0, 1])  # node 1 has only 4 free
+        state.bind_job(Job(2, 0, 1, 16), [0, 1])  # node 1 has only 4 free
     assert state.kept_counts().equals(before) and before.equals(_recount(state))
 
 

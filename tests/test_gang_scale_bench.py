@@ -30,8 +30,8 @@ def test_same_seed_same_occupancy(preset: str) -> None:
     a = gang_cluster(GPUS, preset, seed=5)
     b = gang_cluster(GPUS, preset, seed=5)
     c = gang_cluster(GPUS, preset, seed=6)
-    assert np.array_equal(a.free_milli, b.free_milli) and a.placements == b.placements
-    assert not np.array_equal(a.free_milli, c.free_milli)
+    assert np.array_equal(a.gpu_milli_left, b.gpu_milli_left) and a.placements == b.placements
+    assert not np.array_equal(a.gpu_milli_left, c.gpu_milli_left)
 
 
 @needs_mirror
@@ -99,7 +99,7 @@ def test_every_bench_gang_binds_inside_its_required_domain(preset: str, levels: 
             assert len(nodes) == len(set(nodes)) == size // gpn
             if level is not None:
                 assert all_in_one_domain(fresh.topology, level, list(nodes))
-            fresh.copy().bind(Job(-1 - i, 0.0, 1.0, size), list(nodes))  # raises unless it fits
+            fresh.copy().bind_job(Job(-1 - i, 0.0, 1.0, size), list(nodes))  # raises unless it fits
     assert any(res.placed[16]), "the test needs some gangs placed"
 
 

@@ -25,7 +25,7 @@ from gpudefrag.capacity.victims import (
 from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.topology import superpod
 
@@ -44,7 +44,7 @@ class Cluster:
     """A state with jobs bound where a test says, and what a victim rule knows of them."""
 
     def __init__(self, nodes: int, leaf_nodes: int) -> None:
-        self.state = GangState(superpod(nodes, leaf_nodes))
+        self.state = ClusterState.for_topology(superpod(nodes, leaf_nodes))
         self.running: dict[int, RunningJob] = {}
 
     def run(
@@ -56,7 +56,7 @@ class Cluster:
         preemptible: bool = True,
         next_ckpt_s: float = float("inf"),
     ) -> None:
-        self.state.bind(job, nodes)
+        self.state.bind_job(job, nodes)
         self.running[job.job_id] = RunningJob(job, start_s, ckpt_s, preemptible, next_ckpt_s)
 
     def placer(self, extra: Job) -> GangAware:
@@ -368,7 +368,7 @@ def _random_cluster(rng: np.random.Generator) -> tuple[Cluster, Job]:
         jid += 1
     for j in sorted(c.running):  # departures leave the cluster fragmented
         if rng.random() < 0.25:
-            c.state.unbind(j)
+            c.state.unbind_job(j)
             del c.running[j]
     g = int(rng.choice([1, 2, 4, 8, 12, 16, 24]))
     milli = 500 if g == 1 and rng.random() < 0.5 else 1000

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpudefrag.gangs.fgd_gang import FgdGang
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.topology import Topology, uniform
 
@@ -22,11 +22,11 @@ def _job(jid: int, gpus: int, c: str | None = None, milli: int = 1000) -> Job:
     return Job(jid, 0.0, 1.0, gpus, milli, 0, con)
 
 
-def _busy(topo: Topology, used: dict[int, int]) -> GangState:
-    s = GangState(topo)
+def _busy(topo: Topology, used: dict[int, int]) -> ClusterState:
+    s = ClusterState.for_topology(topo)
     for i, (node, g) in enumerate(sorted(used.items())):
         if g:
-            s.bind(_job(10_000 + i, g), [node])
+            s.bind_job(_job(10_000 + i, g), [node])
     return s
 
 
@@ -61,7 +61,7 @@ def test_sharing_pod_is_costed_on_the_gpu_bind_gives_it():
     partial GPU: size 1 fits, 500 fragmented -> 250; size 2 does not, 1500 -> 750: +1000).
     Node 0 (4 free): 500 fragmented for both sizes: +500."""
     s = _busy(uniform(3, 4, [("leaf", 3)]), {1: 3, 2: 2})
-    s.bind(_job(50, 1, milli=500), [1])
+    s.bind_job(_job(50, 1, milli=500), [1])
     fgd = FgdGang({1: 0.5, 2: 0.5})
     assert fgd.fragmentation(s).tolist() == pytest.approx([0.0, 500.0, 0.0])
     assert fgd.deltas(s, _job(1, 1, milli=500), 1).tolist() == pytest.approx([500.0, -500.0, 1000.0])
@@ -70,8 +70,8 @@ def test_sharing_pod_is_costed_on_the_gpu_bind_gives_it():
 
 def test_a_sharing_size_in_the_distribution_fragments_partial_gpus_it_does_not_fit():
     """{0.5: 1}: a GPU with 300 milli free is useless to a 500-milli typical pod."""
-    s = GangState(uniform(1, 4, [("leaf", 1)]))
-    s.bind(_job(1, 1, milli=700), [0])
+    s = ClusterState.for_topology(uniform(1, 4, [("leaf", 1)]))
+    s.bind_job(_job(1, 1, milli=700), [0])
     assert FgdGang({0.5: 1.0}).fragmentation(s).tolist() == pytest.approx([300.0])
 
 
@@ -82,14 +82,14 @@ def test_place_matches_recomputing_the_measure_after_each_possible_bind():
     dist = {1: 0.4, 2: 0.2, 4: 0.2, 0.5: 0.2}
     fgd = FgdGang(dist)
     for _ in range(40):
-        s = GangState(uniform(6, 4, [("leaf", 6)]))
+        s = ClusterState.for_topology(uniform(6, 4, [("leaf", 6)]))
         for jid in range(rng.randint(2, 14)):
             g = rng.choice([1, 1, 2, 3])
             milli = rng.choice([250, 500, 1000]) if g == 1 else 1000
             j = _job(jid, g, milli=milli)
             ok = [n for n in range(6) if s.fits(n, g, milli)]
             if ok:
-                s.bind(j, [rng.choice(ok)])
+                s.bind_job(j, [rng.choice(ok)])
         for g, milli in ((1, 1000), (2, 1000), (3, 1000), (1, 500), (1, 250)):
             job = _job(999, g, milli=milli)
             totals = []
@@ -98,7 +98,7 @@ def test_place_matches_recomputing_the_measure_after_each_possible_bind():
                     totals.append(np.inf)
                     continue
                 t = s.copy()
-                t.bind(job, [n])
+                t.bind_job(job, [n])
                 totals.append(float(fgd.fragmentation(t).sum()))
             got = fgd.place(s, job)
             if np.isinf(min(totals)):
@@ -130,12 +130,12 @@ def test_full_node_gang_ties_go_to_the_fuller_domain():
 
 def test_gang_is_all_or_nothing_and_place_leaves_the_state_alone():
     s = _busy(uniform(4, 4, [("leaf", 4)]), {0: 4, 1: 3, 2: 2})
-    before = (s.free_milli.copy(), s.free_gpus.copy(), s.version, dict(s.placements))
+    before = (s.gpu_milli_left.copy(), s.free_gpus.copy(), s.epoch, dict(s.placements))
     fgd = FgdGang(DIST)
     assert fgd.place(s, _job(1, 10)) is None  # [4, 4, 2]: one whole node, two needed
     assert fgd.place(s, _job(1, 6)) == [3, 2]  # remainder 2 on node 2 (2 -> 0: -500)
-    assert np.array_equal(s.free_milli, before[0]) and np.array_equal(s.free_gpus, before[1])
-    assert s.version == before[2] and s.placements == before[3]
+    assert np.array_equal(s.gpu_milli_left, before[0]) and np.array_equal(s.free_gpus, before[1])
+    assert s.epoch == before[2] and s.placements == before[3]
 
 
 def test_bad_distributions_are_refused():

@@ -11,7 +11,7 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import Topology, superpod, uniform
 from gpudefrag.sim.gang_sim import GangSimConfig, simulate
@@ -120,7 +120,7 @@ class _Spread:
 
     name = "spread"
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         topo = state.topology
         c = job.constraint
         dom = topo.domains(topo.level_index(c.level)) if c else np.zeros(topo.num_nodes, dtype=np.int64)
@@ -131,7 +131,7 @@ class _Spread:
         return None
 
     @staticmethod
-    def _inside(state: GangState, job: Job, members: np.ndarray) -> list[int] | None:
+    def _inside(state: ClusterState, job: Job, members: np.ndarray) -> list[int] | None:
         order = members[np.lexsort((members, -state.free_gpus[members]))]
         out: list[int] = []
         free = state.free_gpus.copy()
@@ -145,8 +145,8 @@ class _Spread:
 
 
 def test_check_state_catches_corruption() -> None:
-    st = GangState(superpod(2))
-    st.bind(Job(1, 0, 10, 4), [0])
+    st = ClusterState.for_topology(superpod(2))
+    st.bind_job(Job(1, 0, 10, 4), [0])
     check_state(st)
     st.free_gpus[0] += 1
     with pytest.raises(InvariantError):
@@ -175,16 +175,16 @@ def test_runs_are_deterministic() -> None:
 
 
 def test_reserving_policy_hides_reserved_nodes_from_others_only() -> None:
-    st = GangState(superpod(3))
-    st.bind(Job(9, 0, 10, 4), [0])
+    st = ClusterState.for_topology(superpod(3))
+    st.bind_job(Job(9, 0, 10, 4), [0])
     res = Reservations()
     res.reserve(owner=5, nodes=np.array([1, 2]), now_s=0.0)
     pol = ReservingPolicy(GangAware(Workload((1, 8), (0.5, 0.5))), res)
-    before = (st.free_milli.copy(), st.free_gpus.copy())
+    before = (st.gpu_milli_left.copy(), st.free_gpus.copy())
     assert pol.place(st, Job(6, 0, 10, 8)) is None  # only node 0 is visible, 4 GPUs free
     assert pol.place(st, Job(7, 0, 10, 4)) == [0]
     assert sorted(pol.place(st, Job(5, 0, 10, 16)) or []) == [1, 2]  # the owner sees them
-    assert np.array_equal(st.free_milli, before[0]) and np.array_equal(st.free_gpus, before[1])
+    assert np.array_equal(st.gpu_milli_left, before[0]) and np.array_equal(st.free_gpus, before[1])
     res.release(5, "fulfilled")
     assert pol.place(st, Job(6, 0, 10, 8)) in ([1], [2]) and res.fulfilled == 1
 

@@ -12,7 +12,7 @@ import numpy as np
 from gpudefrag.gangs.kai import KaiBinpack
 from gpudefrag.gangs.kai_consolidate import KaiConsolidate
 from gpudefrag.gangs.moves import DefragPlan, RunningInfo
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.topology import Topology, superpod, uniform
 
@@ -22,11 +22,11 @@ def _job(jid: int, gpus: int, c: str | None = None, t: float = 0.0, prio: int = 
     return Job(jid, t, 1.0, gpus, milli, prio, con)
 
 
-def _busy(topo: Topology, used: dict[int, int]) -> GangState:
-    s = GangState(topo)
+def _busy(topo: Topology, used: dict[int, int]) -> ClusterState:
+    s = ClusterState.for_topology(topo)
     for i, (node, g) in enumerate(sorted(used.items())):
         if g:
-            s.bind(_job(10_000 + i, g), [node])
+            s.bind_job(_job(10_000 + i, g), [node])
     return s
 
 
@@ -35,21 +35,21 @@ def _leaves4() -> Topology:
     return uniform(4, 8, [("leaf", 2), ("spine", 0)])
 
 
-def _running(s: GangState, **flags: bool) -> dict[int, RunningInfo]:
+def _running(s: ClusterState, **flags: bool) -> dict[int, RunningInfo]:
     return {j: RunningInfo(j, 0.0, 600.0, 0.0, **flags) for j in s.placements}
 
 
-def _replay(state: GangState, plan: DefragPlan, job: Job) -> GangState:
+def _replay(state: ClusterState, plan: DefragPlan, job: Job) -> ClusterState:
     """The simulator's replay: unbind every moved job, re-bind them, bind the blocked job;
     raises on a failed bind or a broken required constraint."""
     s = state.copy()
-    moved = [s.unbind(m.job_id) for m in plan.moves]
+    moved = [s.unbind_job(m.job_id) for m in plan.moves]
     for j, m in zip(moved, plan.moves):
         assert len(m.to_nodes) == len(s.pods_of(j)), "a gang is moved whole"
         _check_required(s.topology, j, m.to_nodes)
-        s.bind(j, list(m.to_nodes))
+        s.bind_job(j, list(m.to_nodes))
     _check_required(s.topology, job, plan.nodes)
-    s.bind(job, list(plan.nodes))
+    s.bind_job(job, list(plan.nodes))
     return s
 
 
@@ -75,7 +75,7 @@ def test_binpack_picks_the_node_with_fewest_free_gpus_that_fits():
 def test_ties_go_to_the_node_name_not_the_index():
     """session.go sortNodesByScore: equal scores are ordered by node name."""
     topo = Topology.build([8, 8], ("spine",), [[0, 0]], node_names=("zeta", "alpha"))
-    assert KaiBinpack().place(GangState(topo), _job(1, 4)) == [1]
+    assert KaiBinpack().place(ClusterState.for_topology(topo), _job(1, 4)) == [1]
 
 
 def test_required_level_picks_the_fullest_domain_not_the_fullest_node():
@@ -112,18 +112,18 @@ def test_preferred_spill_scores_nodes_by_their_sorted_leaf_position():
 
 def test_gang_is_all_or_nothing_and_place_leaves_the_state_alone():
     s = _busy(_leaves4(), {0: 8, 1: 8, 2: 4})
-    before = (s.free_milli.copy(), s.free_gpus.copy(), s.version)
+    before = (s.gpu_milli_left.copy(), s.free_gpus.copy(), s.epoch)
     kai = KaiBinpack()
     assert kai.place(s, _job(1, 16)) is None  # one whole node left, two needed
     assert kai.place(s, _job(1, 12)) == [3, 2]
-    assert np.array_equal(s.free_milli, before[0]) and np.array_equal(s.free_gpus, before[1])
-    assert s.version == before[2]
+    assert np.array_equal(s.gpu_milli_left, before[0]) and np.array_equal(s.free_gpus, before[1])
+    assert s.epoch == before[2]
 
 
 def test_sharing_pod_prefers_a_node_with_a_shared_gpu():
     """gpusharingorder: +1000 for a node with a shared GPU the pod fits on, above binpack."""
     s = _busy(uniform(2, 8, [("spine", 0)]), {0: 6})
-    s.bind(_job(50, 1, milli=500), [1])
+    s.bind_job(_job(50, 1, milli=500), [1])
     assert KaiBinpack().place(s, _job(1, 1, milli=400)) == [1]
     assert KaiBinpack().place(s, _job(1, 1, milli=600)) == [0]
 
@@ -136,11 +136,11 @@ def test_consolidate_moves_two_jobs_to_free_a_node_for_an_8_gpu_job():
     alone frees 4 (filtered: no node reaches 8), j2 + j1 free node 0; both are placed again in
     job order (j1 -> node 1: idle beats releasing, name breaks the tie; j2 -> node 2), then the
     pending job takes node 0."""
-    s = GangState(uniform(3, 8, [("spine", 0)]))
-    s.bind(_job(10, 2, t=0.0), [1])
-    s.bind(_job(11, 2, t=1.0), [2])
-    s.bind(_job(1, 4, t=2.0), [0])
-    s.bind(_job(2, 4, t=3.0), [0])
+    s = ClusterState.for_topology(uniform(3, 8, [("spine", 0)]))
+    s.bind_job(_job(10, 2, t=0.0), [1])
+    s.bind_job(_job(11, 2, t=1.0), [2])
+    s.bind_job(_job(1, 4, t=2.0), [0])
+    s.bind_job(_job(2, 4, t=3.0), [0])
     pending = _job(100, 8, t=10.0)
     assert KaiBinpack().place(s, pending) is None
     plans = KaiConsolidate().plan(s, [pending], _running(s), 0.0)
@@ -156,10 +156,10 @@ def test_consolidate_refuses_a_scenario_that_leaves_a_victim_out():
     """8 GPUs free (2 + 2 + 4) but no way to gather them: evicting jc frees node 2 and the
     (higher-priority, so placed first) pending job takes it, but jc then has nowhere to go:
     allPodsReallocated fails; the same for j2 and j1.  No plan."""
-    s = GangState(uniform(3, 8, [("spine", 0)]))
-    s.bind(_job(1, 6, t=0.0), [0])
-    s.bind(_job(2, 6, t=1.0), [1])
-    s.bind(_job(3, 4, t=2.0), [2])
+    s = ClusterState.for_topology(uniform(3, 8, [("spine", 0)]))
+    s.bind_job(_job(1, 6, t=0.0), [0])
+    s.bind_job(_job(2, 6, t=1.0), [1])
+    s.bind_job(_job(3, 4, t=2.0), [2])
     pending = _job(100, 8, t=10.0, prio=1)
     cons = KaiConsolidate()
     assert cons.plan(s, [pending], _running(s), 0.0) == []
@@ -170,10 +170,10 @@ def test_consolidate_moves_a_gang_whole():
     """A 12-GPU gang ([8, 4]) is the only victim allowed: it is evicted whole, its 8-GPU pod
     goes back to node 0 and its 4-GPU pod to node 2, which frees node 1 for the pending job;
     the move lists every pod of the gang."""
-    s = GangState(uniform(4, 8, [("spine", 0)]))
-    s.bind(_job(1, 12, t=0.0), [0, 1])
-    s.bind(_job(2, 4, t=1.0), [2])
-    s.bind(_job(3, 4, t=2.0), [3])
+    s = ClusterState.for_topology(uniform(4, 8, [("spine", 0)]))
+    s.bind_job(_job(1, 12, t=0.0), [0, 1])
+    s.bind_job(_job(2, 4, t=1.0), [2])
+    s.bind_job(_job(3, 4, t=2.0), [3])
     running = _running(s)
     running[2] = RunningInfo(2, 0.0, 600.0, 0.0, do_not_disrupt=True)
     running[3] = RunningInfo(3, 0.0, 600.0, 0.0, do_not_disrupt=True)
@@ -188,17 +188,17 @@ def test_consolidate_moves_a_gang_whole():
 def test_non_preemptible_jobs_are_neither_victims_nor_consolidated_for():
     """The layout of the two-job test, with jobs 10 and 11 marked do-not-disrupt: only j1 and
     j2 could move, and priority 100 (PriorityBuildNumber) makes a job non-preemptible."""
-    s = GangState(uniform(3, 8, [("spine", 0)]))
-    s.bind(_job(10, 2, t=0.0), [1])
-    s.bind(_job(11, 2, t=1.0), [2])
-    s.bind(_job(1, 4, t=2.0, prio=100), [0])
-    s.bind(_job(2, 4, t=3.0), [0])
+    s = ClusterState.for_topology(uniform(3, 8, [("spine", 0)]))
+    s.bind_job(_job(10, 2, t=0.0), [1])
+    s.bind_job(_job(11, 2, t=1.0), [2])
+    s.bind_job(_job(1, 4, t=2.0, prio=100), [0])
+    s.bind_job(_job(2, 4, t=3.0), [0])
     running = _running(s)
     for j in (10, 11):
         running[j] = RunningInfo(j, 0.0, 600.0, 0.0, do_not_disrupt=True)
     assert KaiConsolidate().plan(s, [_job(100, 8, t=10.0)], running, 0.0) == []
-    s.unbind(1)
-    s.bind(_job(1, 4, t=2.0), [0])
+    s.unbind_job(1)
+    s.bind_job(_job(1, 4, t=2.0), [0])
     assert len(KaiConsolidate().plan(s, [_job(100, 8, t=10.0)], running, 0.0)) == 1
     assert KaiConsolidate().plan(s, [_job(100, 8, t=10.0, prio=100)], running, 0.0) == []
     assert KaiConsolidate(max_preemptees=0).plan(s, [_job(100, 8, t=10.0)], running, 0.0) == []
@@ -211,7 +211,7 @@ def test_plans_replay_validly_keep_required_constraints_and_never_split_gangs():
     kai = KaiBinpack()
     checked = 0
     for seed in range(20):
-        s = GangState(superpod(16, leaf_nodes=8))
+        s = ClusterState.for_topology(superpod(16, leaf_nodes=8))
         for jid in range(120):
             g = rng.choice([1, 1, 2, 2, 4, 4, 8, 12, 16])
             c = rng.choice([None, None, "required:leaf", "preferred:leaf"])
@@ -219,9 +219,9 @@ def test_plans_replay_validly_keep_required_constraints_and_never_split_gangs():
             j = _job(jid, g, c, t=float(jid), milli=milli)
             nodes = kai.place(s, j)
             if nodes is not None:
-                s.bind(j, nodes)
+                s.bind_job(j, nodes)
         for k in rng.sample(sorted(s.placements), len(s.placements) // 3):
-            s.unbind(k)
+            s.unbind_job(k)
         pending = [
             _job(1000 + i, rng.choice([8, 12, 16]), rng.choice([None, "required:leaf"]), t=1e4 + i)
             for i in range(20)

@@ -9,7 +9,6 @@ import pytest
 from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.statements import job_statement, plan_statement
 from gpudefrag.model.cluster import ClusterState, Placement
-from gpudefrag.model.gang_state import GangState
 from gpudefrag.model.jobs import Constraint, Job
 from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.statement import PodLedger, Statement, StatementError
@@ -20,16 +19,16 @@ def _job(job_id: int, gpus: int, constraint: Constraint | None = None) -> Job:
     return Job(job_id, 0.0, 100.0, gpus, constraint=constraint)
 
 
-def _state() -> GangState:
+def _state() -> ClusterState:
     """Nodes 0,1 in leaf 0 and 2,3 in leaf 1; job 1 (1 GPU) on node 0, job 2 (1 GPU) on node 2."""
-    s = GangState(uniform(4, 2, [("leaf", 2)]))
-    s.bind(_job(1, 1), [0])
-    s.bind(_job(2, 1), [2])
+    s = ClusterState.for_topology(uniform(4, 2, [("leaf", 2)]))
+    s.bind_job(_job(1, 1), [0])
+    s.bind_job(_job(2, 1), [2])
     return s
 
 
-def _image(s: GangState) -> tuple[bytes, bytes, tuple[tuple[int, object], ...]]:
-    return s.free_milli.tobytes(), s.free_gpus.tobytes(), tuple(sorted(s.placements.items()))
+def _image(s: ClusterState) -> tuple[bytes, bytes, tuple[tuple[int, object], ...]]:
+    return s.gpu_milli_left.tobytes(), s.free_gpus.tobytes(), tuple(sorted(s.placements.items()))
 
 
 def test_a_move_then_a_start_commit_in_the_rule_order() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpudefrag.errors import ConfigError, InputError
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Constraint, Job, parse_constraint, pod_sizes
 from gpudefrag.model.topology import Topology, load_topology, nvl72, superpod
 
@@ -83,17 +83,17 @@ def test_pods_and_constraints() -> None:
 
 
 def test_bind_is_all_or_nothing() -> None:
-    st = GangState(superpod(3))
-    st.bind(Job(1, 0, 10, 4), [0])
-    before = (st.free_milli.copy(), st.free_gpus.copy())
+    st = ClusterState.for_topology(superpod(3))
+    st.bind_job(Job(1, 0, 10, 4), [0])
+    before = (st.gpu_milli_left.copy(), st.free_gpus.copy())
     with pytest.raises(PlacementError):
-        st.bind(Job(2, 0, 10, 24), [1, 2, 0])  # the third pod does not fit on node 0
-    assert np.array_equal(st.free_milli, before[0]) and np.array_equal(st.free_gpus, before[1])
+        st.bind_job(Job(2, 0, 10, 24), [1, 2, 0])  # the third pod does not fit on node 0
+    assert np.array_equal(st.gpu_milli_left, before[0]) and np.array_equal(st.free_gpus, before[1])
     assert 2 not in st.placements
-    st.bind(Job(3, 0, 10, 1, gpu_milli=300), [0])
-    st.bind(Job(4, 0, 10, 1, gpu_milli=500), [0])  # best fit: shares job 3's GPU
+    st.bind_job(Job(3, 0, 10, 1, gpu_milli=300), [0])
+    st.bind_job(Job(4, 0, 10, 1, gpu_milli=500), [0])  # best fit: shares job 3's GPU
     assert st.placements[4][0].gpu_indices == st.placements[3][0].gpu_indices
-    st.unbind(3)
-    st.unbind(4)
-    st.unbind(1)
+    st.unbind_job(3)
+    st.unbind_job(4)
+    st.unbind_job(1)
     assert st.free_gpus.tolist() == [8, 8, 8] and st.used_gpus() == 0

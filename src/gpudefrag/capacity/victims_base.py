@@ -46,7 +46,7 @@ import numpy.typing as npt
 from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.gangs.statements import plan_statement
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
 
@@ -103,7 +103,7 @@ class VictimRule(Protocol):
 
     def choose(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -134,7 +134,7 @@ def plan_cost_gpu_s(
     return float(sum(victim_cost_gpu_s(running[j], now_s, restart_s) for j in ids))
 
 
-def lower_priority(state: GangState, job: Job, running: Mapping[int, RunningJob]) -> dict[int, RunningJob]:
+def lower_priority(state: ClusterState, job: Job, running: Mapping[int, RunningJob]) -> dict[int, RunningJob]:
     """The jobs of ``running`` a rule may take for ``job``: bound on ``state``, another job, and of
     a lower priority.  A bound job missing from ``running`` is never a victim."""
     return {
@@ -144,17 +144,17 @@ def lower_priority(state: GangState, job: Job, running: Mapping[int, RunningJob]
     }
 
 
-def original_nodes(state: GangState, job_id: int) -> list[int]:
-    """The node of every pod of a bound job, in pod order (what :meth:`GangState.bind` takes)."""
+def original_nodes(state: ClusterState, job_id: int) -> list[int]:
+    """The node of every pod of a bound job, in pod order (what :meth:`ClusterState.bind` takes)."""
     return [p.node for p in state.placements[job_id]]
 
 
-def held_milli(state: GangState, job_id: int) -> list[tuple[int, int, int]]:
+def held_milli(state: ClusterState, job_id: int) -> list[tuple[int, int, int]]:
     """``(node, gpu, milli)`` for every GPU a bound job's pods hold."""
     return [(p.node, g, p.gpu_milli) for p in state.placements[job_id] for g in p.gpu_indices]
 
 
-def validate_plan(state: GangState, job: Job, plan: VictimPlan) -> str | None:
+def validate_plan(state: ClusterState, job: Job, plan: VictimPlan) -> str | None:
     """Why ``plan`` is not valid for ``job`` on ``state`` (module docstring), or None."""
     if plan.job_id != job.job_id:
         return f"plan is for job {plan.job_id}, not {job.job_id}"
@@ -173,34 +173,36 @@ def validate_plan(state: GangState, job: Job, plan: VictimPlan) -> str | None:
     return plan_statement(state, job, plan.nodes, plan.moves, plan.evict).why_not()
 
 
-def without(state: GangState, off: Iterable[int]) -> GangState:
+def without(state: ClusterState, off: Iterable[int]) -> ClusterState:
     """A copy of ``state`` with the jobs ``off`` unbound (exactly the real state once they are
     evicted).  Rules never put a job back on a copy by binding it again: a sharing pod bound
     again may land on another GPU of its node than it holds, so whether a job may stay is
     decided on free milli rows instead (:func:`free_after`, :func:`fits_at`)."""
     out = state.copy()
     for j in sorted(off):
-        out.unbind(j)
+        out.unbind_job(j)
     return out
 
 
-def place_within(placer: GangPolicy, state: GangState, job: Job, nodes: IntArray | None) -> list[int] | None:
+def place_within(
+    placer: GangPolicy, state: ClusterState, job: Job, nodes: IntArray | None
+) -> list[int] | None:
     """``placer``'s answer for ``job`` on ``state`` with every node outside ``nodes`` hidden (no
     free GPU) for the call; ``None`` hides nothing.  ``state`` is left as it was."""
     if nodes is None or nodes.size == state.topology.num_nodes:
         return placer.place(state, job)
     hide = np.ones(state.topology.num_nodes, dtype=bool)
     hide[nodes] = False
-    saved = state.free_milli[hide].copy(), state.free_gpus[hide].copy()
-    state.free_milli[hide] = 0
+    saved = state.gpu_milli_left[hide].copy(), state.free_gpus[hide].copy()
+    state.gpu_milli_left[hide] = 0
     state.free_gpus[hide] = 0
     try:
         return placer.place(state, job)
     finally:
-        state.free_milli[hide], state.free_gpus[hide] = saved
+        state.gpu_milli_left[hide], state.free_gpus[hide] = saved
 
 
-def candidate_groups(state: GangState, job: Job) -> Iterator[tuple[int | None, list[IntArray]]]:
+def candidate_groups(state: ClusterState, job: Job) -> Iterator[tuple[int | None, list[IntArray]]]:
     """The candidate node sets of ``job``, level by level, as ``(level, domains)``.
 
     A single-pod job: every node is a candidate (level ``-1``, once).  A gang: the domains of
@@ -225,21 +227,21 @@ def candidate_groups(state: GangState, job: Job) -> Iterator[tuple[int | None, l
             yield level, [state.index.members(level, d) for d in range(count)]
 
 
-def free_after(state: GangState, off: Iterable[int]) -> dict[int, list[int]]:
+def free_after(state: ClusterState, off: Iterable[int]) -> dict[int, list[int]]:
     """Free milli per GPU, for the nodes the jobs ``off`` touch, once those jobs are off."""
     rows: dict[int, list[int]] = {}
     for j in off:
         for node, g, milli in held_milli(state, j):
             row = rows.get(node)
             if row is None:
-                row = rows[node] = [int(v) for v in state.free_milli[node]]
+                row = rows[node] = [int(v) for v in state.gpu_milli_left[node]]
             row[g] += milli
     return rows
 
 
-def free_if_off(state: GangState, off: Iterable[int]) -> IntArray:
+def free_if_off(state: ClusterState, off: Iterable[int]) -> IntArray:
     """Free milli per GPU of every node once the jobs ``off`` are all off (a new array)."""
-    out = state.free_milli.copy()
+    out = state.gpu_milli_left.copy()
     nodes: list[int] = []
     gpus: list[int] = []
     milli: list[int] = []
@@ -253,7 +255,7 @@ def free_if_off(state: GangState, off: Iterable[int]) -> IntArray:
     return out
 
 
-def single_pod_room(state: GangState, job: Job, free_milli: IntArray) -> npt.NDArray[np.bool_]:
+def single_pod_room(state: ClusterState, job: Job, free_milli: IntArray) -> npt.NDArray[np.bool_]:
     """Per node: would the single pod of ``job`` fit with free milli ``free_milli``?"""
     if job.gpu_milli < GPU_MILLI_PER_GPU:
         return np.asarray((free_milli >= job.gpu_milli).any(axis=1), dtype=bool)
@@ -261,10 +263,10 @@ def single_pod_room(state: GangState, job: Job, free_milli: IntArray) -> npt.NDA
 
 
 def fits_at(
-    rows: Mapping[int, list[int]], state: GangState, job: Job, nodes: list[int] | tuple[int, ...]
+    rows: Mapping[int, list[int]], state: ClusterState, job: Job, nodes: list[int] | tuple[int, ...]
 ) -> bool:
     """Would ``job`` bind on ``nodes`` (one per pod), given free milli ``rows`` for some nodes
-    (``state.free_milli`` for the others)?  Replays :meth:`GangState.bind`'s rules on copies."""
+    (``state.gpu_milli_left`` for the others)?  Replays :meth:`ClusterState.bind`'s rules on copies."""
     sizes = state.pods_of(job)
     if len(sizes) != len(nodes):
         return False
@@ -273,7 +275,7 @@ def fits_at(
         row = work.get(node)
         if row is None:
             src = rows.get(node)
-            row = work[node] = list(src) if src is not None else [int(v) for v in state.free_milli[node]]
+            row = work[node] = list(src) if src is not None else [int(v) for v in state.gpu_milli_left[node]]
         if job.gpu_milli < GPU_MILLI_PER_GPU:
             ok = [v for v in row if v >= job.gpu_milli]
             if not ok:

@@ -70,7 +70,7 @@ from gpudefrag.capacity.victims_base import (
     without,
 )
 from gpudefrag.gangs.policy import GangPolicy
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 FloatArray = npt.NDArray[np.float64]
@@ -87,9 +87,9 @@ def kai_victim_order(victims: Mapping[int, RunningJob]) -> list[int]:
 class _IdleGpus:
     """The accumulated idle-GPU scenario filters (module docstring) for one partial job."""
 
-    def __init__(self, state: GangState, job: Job, sizes: list[int]) -> None:
+    def __init__(self, state: ClusterState, job: Job, sizes: list[int]) -> None:
         self.state = state
-        self.cap: FloatArray = state.free_milli.sum(axis=1).astype(np.float64) / GPU_MILLI_PER_GPU
+        self.cap: FloatArray = state.gpu_milli_left.sum(axis=1).astype(np.float64) / GPU_MILLI_PER_GPU
         share = job.gpu_milli / GPU_MILLI_PER_GPU
         self.need = sorted((float(g) * share for g in sizes), reverse=True)
         self.seen: set[int] = set()
@@ -142,7 +142,7 @@ class KaiVictims:
 
     def choose(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -176,7 +176,7 @@ class KaiVictims:
 
     def _solve_partial(
         self,
-        state: GangState,
+        state: ClusterState,
         partial: Job,
         sizes: list[int],
         recorded: list[int],
@@ -207,7 +207,7 @@ class KaiVictims:
         return None
 
     def _simulate(
-        self, state: GangState, partial: Job, evict: set[int], placer: GangPolicy
+        self, state: ClusterState, partial: Job, evict: set[int], placer: GangPolicy
     ) -> tuple[list[int], list[int]] | None:
         """Evict ``evict``, allocate ``partial``, pipeline the evicted jobs again: the victims
         left and the preemptor's nodes, or None when the partial job does not fit.
@@ -221,7 +221,7 @@ class KaiVictims:
         if nodes is None:
             return None
         try:
-            work.bind(partial, nodes)
+            work.bind_job(partial, nodes)
         except PlacementError:
             return None
         rows = free_after(state, evict)
@@ -234,11 +234,11 @@ class KaiVictims:
                 for n, g, milli in held:
                     rows[n][g] -= milli
                 if fits_at(rows, state, partial, nodes):
-                    work.bind(job_v, dest)
+                    work.bind_job(job_v, dest)
                     continue  # un-evicted: it stays where it is
                 for n, g, milli in held:
                     rows[n][g] += milli
             victims.append(v)
             if dest is not None:
-                work.bind(job_v, dest)  # pipelined: evicted, its new room taken
+                work.bind_job(job_v, dest)  # pipelined: evicted, its new room taken
         return victims, nodes

@@ -78,7 +78,7 @@ from gpudefrag.capacity.victims_base import (
     without,
 )
 from gpudefrag.gangs.policy import GangPolicy
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 __all__ = ["KubeDefaultVictims"]
@@ -115,7 +115,7 @@ class KubeDefaultVictims:
 
     def choose(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -152,7 +152,7 @@ class KubeDefaultVictims:
 
     def _dry_run(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         allowed: dict[int, RunningJob],
         on_node: dict[int, list[int]],
@@ -182,7 +182,7 @@ class KubeDefaultVictims:
 
     def _select(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         allowed: dict[int, RunningJob],
         potential: list[int],
@@ -218,7 +218,7 @@ class KubeDefaultVictims:
         return _Candidate(scan, tuple(where), tuple(victims))
 
 
-def _may_host(rows: dict[int, list[int]], state: GangState, job: Job, nodes: IntArray) -> bool:
+def _may_host(rows: dict[int, list[int]], state: ClusterState, job: Job, nodes: IntArray) -> bool:
     """Could ``nodes`` hold the gang's pods (full-node pods on wholly free nodes, the remainder on
     another node with room), with free milli ``rows`` where given?"""
     gpn = state.topology.max_gpus_per_node
@@ -239,7 +239,7 @@ def _may_host(rows: dict[int, list[int]], state: GangState, job: Job, nodes: Int
     return not rest or whole > full or best_other >= rest[0]
 
 
-def _pick_key(state: GangState, allowed: dict[int, RunningJob], cand: _Candidate) -> tuple[float, ...]:
+def _pick_key(state: ClusterState, allowed: dict[int, RunningJob], cand: _Candidate) -> tuple[float, ...]:
     """``pickOneNodeForPreemption``'s criteria as one sort key (smaller is better)."""
     pods = {j: len(state.placements[j]) for j in cand.victims}
     prio = {j: allowed[j].job.priority for j in cand.victims}

@@ -84,7 +84,7 @@ from gpudefrag.capacity.victims_base import (
 from gpudefrag.capacity.victims_ours_search import TIE, GangSearch, Milli, NodeSearch
 from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.policy import GangPolicy
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Job
 
 __all__ = ["WAIT_MARGIN_S", "CheckpointAwareVictims"]
@@ -132,7 +132,7 @@ class CheckpointAwareVictims:
 
     def choose(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -167,7 +167,7 @@ class CheckpointAwareVictims:
 
     def _by_class(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -185,7 +185,7 @@ class CheckpointAwareVictims:
 
     def _choose(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         running: Mapping[int, RunningJob],
         placer: GangPolicy,
@@ -221,7 +221,7 @@ class CheckpointAwareVictims:
 
     def _single_estimates(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         allowed: dict[int, RunningJob],
         on_node: dict[int, list[int]],
@@ -252,7 +252,7 @@ class CheckpointAwareVictims:
     # ---- plans ---------------------------------------------------------------------------------
     def _best_plan(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         estimates: list[_Estimate],
         placer: GangPolicy,
@@ -277,7 +277,7 @@ class CheckpointAwareVictims:
 
     def _work_out(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         est: _Estimate,
         placer: GangPolicy,
@@ -307,7 +307,7 @@ class CheckpointAwareVictims:
             return None
         work = without(state, victims)
         try:
-            work.bind(job, nodes)
+            work.bind_job(job, nodes)
         except PlacementError:
             return None
         evict: list[int] = []
@@ -317,7 +317,7 @@ class CheckpointAwareVictims:
             if dest is None:
                 evict.append(j)
                 continue
-            work.bind(state.jobs[j], dest)
+            work.bind_job(state.jobs[j], dest)
             moves.append(GangMove(j, tuple(dest)))
         total = float(sum(cost[j] for j in victims))
         return VictimPlan(job.job_id, tuple(nodes), tuple(sorted(evict)), tuple(moves), total)

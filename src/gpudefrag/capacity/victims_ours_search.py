@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpudefrag.capacity.victims_base import held_milli, original_nodes
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 __all__ = ["GangSearch", "Milli", "NodeSearch", "pod_fits"]
@@ -49,14 +49,14 @@ def pod_fits(row: list[int], pod_gpus: int, gpu_milli: int) -> bool:
 class Milli:
     """Free milli per GPU of the nodes victims touch, as victims are taken off or put back."""
 
-    def __init__(self, state: GangState) -> None:
+    def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.rows: dict[int, list[int]] = {}
 
     def row(self, node: int) -> list[int]:
         r = self.rows.get(node)
         if r is None:
-            r = self.rows[node] = [int(v) for v in self.state.free_milli[node]]
+            r = self.rows[node] = [int(v) for v in self.state.gpu_milli_left[node]]
         return r
 
     def take_off(self, j: int, sign: int = 1) -> list[int]:
@@ -78,7 +78,7 @@ class NodeSearch:
     """Cheapest victims on one node for one pod (module docstring)."""
 
     def __init__(
-        self, state: GangState, on_node: dict[int, list[int]], cost: dict[int, float], max_candidates: int
+        self, state: ClusterState, on_node: dict[int, list[int]], cost: dict[int, float], max_candidates: int
     ) -> None:
         self.state, self.on_node, self.cost, self.max_candidates = state, on_node, cost, max_candidates
 
@@ -127,7 +127,7 @@ class GangSearch:
 
     def __init__(
         self,
-        state: GangState,
+        state: ClusterState,
         job: Job,
         members: list[int],
         on_node: dict[int, list[int]],
@@ -170,7 +170,7 @@ class GangSearch:
             gpus = int(state.topology.gpus_per_node[n])
             if gpus < gpn or any(j not in cost for j in state.node_jobs[n]):
                 continue
-            row = [int(v) for v in state.free_milli[n]]
+            row = [int(v) for v in state.gpu_milli_left[n]]
             for j in state.node_jobs[n]:
                 for m, g, held in held_milli(state, j):
                     if m == n:

@@ -29,7 +29,7 @@ from gpudefrag.gangs.objective import node_deltas
 from gpudefrag.gangs.ours import GangAware, pick_whole_nodes
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.gangs.statements import job_statement
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 __all__ = ["BatchConfig", "BatchGangPlacer"]
@@ -54,23 +54,23 @@ class BatchGangPlacer:
         self.name = "ours-batch"
         self.outcomes: Counter[str] = Counter()
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         return self.ours.place(state, job)
 
     # ---- warm starts -----------------------------------------------------------------------
     @staticmethod
-    def _sequential(policy: GangPolicy, state: GangState, jobs: list[Job]) -> Assignment:
+    def _sequential(policy: GangPolicy, state: ClusterState, jobs: list[Job]) -> Assignment:
         scratch = state.copy()
         out: Assignment = {}
         for job in jobs:
             nodes = policy.place(scratch, job)
             if nodes is not None:
-                scratch.bind(job, nodes)
+                scratch.bind_job(job, nodes)
                 out[job.job_id] = nodes
         return out
 
     @staticmethod
-    def score(state: GangState, jobs: list[Job], plan: Assignment) -> tuple[int, int, int]:
+    def score(state: ClusterState, jobs: list[Job], plan: Assignment) -> tuple[int, int, int]:
         """(GPUs started, queue-order weight, -whole nodes broken): larger is better."""
         rank = {j.job_id: len(jobs) - i for i, j in enumerate(jobs)}
         gpus = sum(j.gpus for j in jobs if j.job_id in plan)
@@ -80,7 +80,7 @@ class BatchGangPlacer:
         return gpus, order, -sum(1 for n in touched if whole[n])
 
     # ---- candidates ------------------------------------------------------------------------
-    def _candidates(self, state: GangState, job: Job, hints: list[Assignment]) -> list[tuple[int, ...]]:
+    def _candidates(self, state: ClusterState, job: Job, hints: list[Assignment]) -> list[tuple[int, ...]]:
         found: list[tuple[int, ...]] = [tuple(h[job.job_id]) for h in hints if job.job_id in h]
         sizes = state.pods_of(job)
         topo = state.topology
@@ -105,7 +105,7 @@ class BatchGangPlacer:
         return list(dict.fromkeys(found))
 
     # ---- the batch -------------------------------------------------------------------------
-    def place_batch(self, state: GangState, jobs: list[Job]) -> Assignment:
+    def place_batch(self, state: ClusterState, jobs: list[Job]) -> Assignment:
         """Placements for some of ``jobs`` (queue order), never worse than the hint."""
         jobs = [j for j in jobs if not j.is_sharing][: self.cfg.batch_jobs]
         hints = [self._sequential(self.ours, state, jobs), self._sequential(self.binpack, state, jobs)]
@@ -126,7 +126,7 @@ class BatchGangPlacer:
         return solved
 
     def _solve(
-        self, state: GangState, jobs: list[Job], cands: dict[int, list[tuple[int, ...]]], hint: Assignment
+        self, state: ClusterState, jobs: list[Job], cands: dict[int, list[tuple[int, ...]]], hint: Assignment
     ) -> Assignment | None:
         model = cp_model.CpModel()
         whole = state.whole_free_nodes()
@@ -173,7 +173,7 @@ class BatchGangPlacer:
         return {job_id: list(cands[job_id][c]) for (job_id, c), v in use.items() if solver.boolean_value(v)}
 
     @staticmethod
-    def _valid(state: GangState, jobs: list[Job], plan: Assignment) -> bool:
+    def _valid(state: ClusterState, jobs: list[Job], plan: Assignment) -> bool:
         by_id = {j.job_id: j for j in jobs}
         if not set(plan) <= set(by_id):
             return False

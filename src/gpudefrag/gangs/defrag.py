@@ -43,7 +43,7 @@ from annotated_types import Interval
 from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo, move_cost_gpu_s
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.gangs.reserve import Reservations
-from gpudefrag.model.gang_state import GangState, PlacementError
+from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Job
 from gpudefrag.settings import Seconds
 
@@ -96,7 +96,7 @@ class CheckpointDefrag:
         return self.reservations.version
 
     # ---- costs -----------------------------------------------------------------------------
-    def _costs(self, state: GangState, running: dict[int, RunningInfo], now_s: float) -> dict[int, float]:
+    def _costs(self, state: ClusterState, running: dict[int, RunningInfo], now_s: float) -> dict[int, float]:
         """Cost of moving each movable running job (gangs only when just checkpointed)."""
         out: dict[int, float] = {}
         for job_id, info in running.items():
@@ -110,7 +110,7 @@ class CheckpointDefrag:
             out[job_id] = cost
         return out
 
-    def _node_vacate_cost(self, state: GangState, costs: dict[int, float]) -> npt.NDArray[np.float64]:
+    def _node_vacate_cost(self, state: ClusterState, costs: dict[int, float]) -> npt.NDArray[np.float64]:
         out = np.zeros(state.topology.num_nodes, dtype=np.float64)
         for n, jobs in enumerate(state.node_jobs):
             total = 0.0
@@ -124,7 +124,7 @@ class CheckpointDefrag:
 
     # ---- rooms -----------------------------------------------------------------------------
     def _gang_room(
-        self, state: GangState, job: Job, vacate: npt.NDArray[np.float64]
+        self, state: ClusterState, job: Job, vacate: npt.NDArray[np.float64]
     ) -> tuple[float, IntArray] | None:
         topo = state.topology
         gpn = topo.max_gpus_per_node
@@ -146,7 +146,7 @@ class CheckpointDefrag:
         return None
 
     def _pod_room(
-        self, state: GangState, job: Job, costs: dict[int, float], hidden: IntArray
+        self, state: ClusterState, job: Job, costs: dict[int, float], hidden: IntArray
     ) -> tuple[float, int, tuple[int, ...]] | None:
         need = state.pods_of(job)[0]
         best: tuple[float, int, tuple[int, ...]] | None = None
@@ -172,10 +172,10 @@ class CheckpointDefrag:
         return best
 
     # ---- plans -----------------------------------------------------------------------------
-    def _replace(self, state: GangState, victims: list[int], room: IntArray) -> list[GangMove] | None:
+    def _replace(self, state: ClusterState, victims: list[int], room: IntArray) -> list[GangMove] | None:
         """Re-place ``victims`` (already unbound from ``state``) outside ``room``; binds them."""
-        saved = state.free_milli[room].copy(), state.free_gpus[room].copy()
-        state.free_milli[room] = 0
+        saved = state.gpu_milli_left[room].copy(), state.free_gpus[room].copy()
+        state.gpu_milli_left[room] = 0
         state.free_gpus[room] = 0
         moves: list[GangMove] = []
         try:
@@ -183,15 +183,15 @@ class CheckpointDefrag:
                 nodes = self.policy.place(state, self._jobs[j])
                 if nodes is None:
                     return None
-                state.bind(self._jobs[j], nodes)
+                state.bind_job(self._jobs[j], nodes)
                 moves.append(GangMove(j, tuple(nodes)))
         except PlacementError:
             return None
         finally:
-            state.free_milli[room], state.free_gpus[room] = saved
+            state.gpu_milli_left[room], state.free_gpus[room] = saved
         return moves
 
-    def _plan_for(self, state: GangState, job: Job, costs: dict[int, float]) -> DefragPlan | None:
+    def _plan_for(self, state: ClusterState, job: Job, costs: dict[int, float]) -> DefragPlan | None:
         hidden = self.reservations.reserved_for_others(job.job_id)
         if len(state.pods_of(job)) > 1:
             if self._vacate is None:
@@ -216,19 +216,19 @@ class CheckpointDefrag:
             return None
         scratch = state.copy()
         for j in victims:
-            scratch.unbind(j)
+            scratch.unbind_job(j)
         moves = self._replace(scratch, victims, room)
         if moves is None:
             return None
         nodes = self.policy.place(scratch, job)
         if nodes is None:
             return None
-        scratch.bind(job, nodes)
+        scratch.bind_job(job, nodes)
         self._scratch = scratch
         return DefragPlan(job.job_id, tuple(moves), tuple(nodes))
 
     def plan(
-        self, state: GangState, pending: list[Job], running: dict[int, RunningInfo], now_s: float
+        self, state: ClusterState, pending: list[Job], running: dict[int, RunningInfo], now_s: float
     ) -> list[DefragPlan]:
         self._update_reservations(state, pending, now_s)
         plans: list[DefragPlan] = []
@@ -264,7 +264,7 @@ class CheckpointDefrag:
         return plans
 
     # ---- drain reservations ------------------------------------------------------------------
-    def _update_reservations(self, state: GangState, pending: list[Job], now_s: float) -> None:
+    def _update_reservations(self, state: ClusterState, pending: list[Job], now_s: float) -> None:
         res, cfg = self.reservations, self.cfg
         queued = {j.job_id for j in pending}
         for owner in list(res.nodes):
@@ -286,7 +286,7 @@ class CheckpointDefrag:
                 res.reserve(job.job_id, nodes, now_s)
             return
 
-    def _drain_nodes(self, state: GangState, job: Job) -> IntArray | None:
+    def _drain_nodes(self, state: ClusterState, job: Job) -> IntArray | None:
         """The ``k`` nodes of one allowed domain with the fewest busy GPUs (not reserved)."""
         topo = state.topology
         gpn = topo.max_gpus_per_node

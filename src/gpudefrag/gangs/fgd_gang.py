@@ -16,7 +16,7 @@ used GPU is fragmented for it).  A wholly free node and a full node both measure
 
 **Placement.**  A pod goes on the node whose ``F`` grows least (``F(after) - F(before)``,
 computed for every node at once from per-node counts); a sharing pod is costed on the GPU
-:meth:`GangState.bind` will give it (best fit among partly used GPUs, else a free one).  Ties
+:meth:`ClusterState.bind` will give it (best fit among partly used GPUs, else a free one).  Ties
 go to the lowest node index, as FGD's reference breaks ties by node order.
 
 **Gangs and topology.**  A job of more than ``gpus_per_node`` GPUs is ``full`` full-node pods plus
@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpudefrag.gangs.policy import candidate_levels
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 IntArray = npt.NDArray[np.int64]
@@ -109,16 +109,16 @@ class FgdGang:
             self._typical[gpus_per_node] = tp
         return tp
 
-    def fragmentation(self, state: GangState) -> FloatArray:
+    def fragmentation(self, state: ClusterState) -> FloatArray:
         """``F`` of every node (milli-GPU)."""
         tp = self.typical(state.topology.max_gpus_per_node)
-        return tp.measure(*tp.features(state.free_milli))
+        return tp.measure(*tp.features(state.gpu_milli_left))
 
-    def deltas(self, state: GangState, job: Job, pod_gpus: int) -> FloatArray:
+    def deltas(self, state: ClusterState, job: Job, pod_gpus: int) -> FloatArray:
         """``F`` increase of placing one pod of ``job`` (``pod_gpus`` GPUs) on each node; ``inf``
         where it does not fit."""
         tp = self.typical(state.topology.max_gpus_per_node)
-        free = state.free_milli
+        free = state.gpu_milli_left
         cnt, frag, total = tp.features(free)
         before = tp.measure(cnt, frag, total)
         if job.is_sharing:
@@ -138,7 +138,7 @@ class FgdGang:
             after = tp.measure(cnt - pod_gpus, frag, total - pod_gpus * _MILLI)
         return np.where(fits, after - before, np.inf)
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         topo = state.topology
         n = topo.num_nodes
         gmax = topo.max_gpus_per_node

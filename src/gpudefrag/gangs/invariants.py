@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 __all__ = ["InvariantError", "check_job", "check_state"]
@@ -20,7 +20,7 @@ class InvariantError(AssertionError):
     """The simulated cluster reached a state the rules forbid."""
 
 
-def check_job(state: GangState, job: Job) -> None:
+def check_job(state: ClusterState, job: Job) -> None:
     """Every pod of ``job`` is bound, each on its own node for a multi-pod gang, and a required
     topology constraint puts all of them in one domain of its level."""
     placed = state.placements.get(job.job_id)
@@ -46,7 +46,7 @@ def check_job(state: GangState, job: Job) -> None:
             )
 
 
-def check_state(state: GangState) -> None:
+def check_state(state: ClusterState) -> None:
     """Every running job passes :func:`check_job`, and the free milli and free-GPU counts
     equal capacity minus what the bound pods hold."""
     topo = state.topology
@@ -60,7 +60,7 @@ def check_state(state: GangState) -> None:
                 expected[pod.node, g] -= pod.gpu_milli
     if (expected < 0).any():
         raise InvariantError("a GPU is over-committed")
-    if not np.array_equal(expected, state.free_milli):
+    if not np.array_equal(expected, state.gpu_milli_left):
         raise InvariantError("free milli does not match the bound pods")
     if not np.array_equal((expected == GPU_MILLI_PER_GPU).sum(axis=1), state.free_gpus):
         raise InvariantError("free GPU counts do not match the free milli")

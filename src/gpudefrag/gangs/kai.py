@@ -20,7 +20,7 @@ comes from (paths under ``pkg/scheduler/`` unless stated).
   (max - min))``, at most 9 and decreasing in the node's non-allocated (idle + releasing) whole
   GPUs.  The scales never overlap, so the order is lexicographic: topology, sharing,
   availability, fewest free GPUs, node name.  ``gpupack`` picks the most used shared GPU for a
-  sharing pod, which is the best-fit rule :meth:`GangState.bind` applies.
+  sharing pod, which is the best-fit rule :meth:`ClusterState.bind` applies.
 * The topology plugin (``plugins/topology/job_filtering.go``, ``node_scoring.go``,
   ``topology_utils.go``), for a job with a constraint:
 
@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 from gpudefrag.model.topology import Topology
 
@@ -242,7 +242,7 @@ class KaiBinpack:
     def __init__(self) -> None:
         self._trees = TreeCache()
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         tree = self._trees.get(state.topology)
         pods = state.pods_of(job)
-        return place_arrays(tree, job, pods, state.free_milli, state.free_gpus, state.free_gpus)
+        return place_arrays(tree, job, pods, state.gpu_milli_left, state.free_gpus, state.free_gpus)

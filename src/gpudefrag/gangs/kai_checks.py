@@ -11,10 +11,10 @@ import numpy.typing as npt
 
 from gpudefrag.gangs.moves import DefragPlan
 from gpudefrag.gangs.statements import GangStatement
-from gpudefrag.model.gang_state import GangState, PlacementError, PodPlacement
+from gpudefrag.model.cluster import ClusterState, PlacementError, PodPlacement
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU as MILLI
 from gpudefrag.model.jobs import Job
-from gpudefrag.model.statement import GangLedger, Ledger, Statement
+from gpudefrag.model.statement import JobLedger, Ledger, Statement
 from gpudefrag.model.topology import Topology
 
 IntArray = npt.NDArray[np.int64]
@@ -35,7 +35,7 @@ def add_cap(cap: IntArray, pods: tuple[PodPlacement, ...]) -> None:
         cap[p.node] += p.gpu_milli * len(p.gpu_indices)
 
 
-def moved(work: GangState, jid: int, nodes: list[int]) -> bool:
+def moved(work: ClusterState, jid: int, nodes: list[int]) -> bool:
     pods = work.placements[jid]
     before = sorted((len(p.gpu_indices), p.node) for p in pods)
     sizes = work.pods_of(work.jobs[jid])
@@ -68,19 +68,19 @@ def footprint_smaller(new: list[int], cur: list[int]) -> bool:
     return all(a[i] <= b[i] for i in range(len(a)))
 
 
-def replay(work: GangState, plan: DefragPlan, job: Job) -> GangState | None:
+def replay(work: ClusterState, plan: DefragPlan, job: Job) -> ClusterState | None:
     """The plan's statement applied to a copy of ``work`` (as the simulator commits it), or
     None if a bind fails or a job it binds breaks its required constraint."""
-    stmt: GangStatement = Statement(GangLedger(work), _required_kept)
+    stmt: GangStatement = Statement(JobLedger(work), _required_kept)
     for m in plan.moves:
         stmt.move(m.job_id, m.to_nodes)
     out = stmt.bind(job.job_id, job, plan.nodes).replay()
-    return out.state if isinstance(out, GangLedger) else None
+    return out.state if isinstance(out, JobLedger) else None
 
 
 def _required_kept(ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
     """The check KAI makes of every job a scenario binds: its required constraint."""
-    assert isinstance(ledger, GangLedger)
+    assert isinstance(ledger, JobLedger)
     nodes = tuple(p.node for p in ledger.state.placements[job.job_id])
     if not required_ok(ledger.state.topology, job, nodes):
         raise PlacementError(f"job {job.job_id} leaves its required '{job.constraint}' domain")

@@ -76,7 +76,7 @@ from gpudefrag.gangs.kai_checks import (
     replay,
 )
 from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo
-from gpudefrag.model.gang_state import GangState, PodPlacement
+from gpudefrag.model.cluster import ClusterState, PodPlacement
 from gpudefrag.model.jobs import Job
 
 __all__ = ["KaiConsolidate"]
@@ -102,7 +102,7 @@ class _Sim:
                     self.rel[pod.node] += 1
 
     def take(self, node: int, g: int, milli: int, prefer: tuple[int, ...] | None) -> None:
-        """Book one pipelined pod as :meth:`GangState.bind` would (releasing GPUs first); a pod
+        """Book one pipelined pod as :meth:`ClusterState.bind` would (releasing GPUs first); a pod
         going back to its own node keeps its GPUs when they are free (upstream un-evicts it)."""
         row = self.free[node]
         if prefer is not None and len(prefer) == (1 if milli < MILLI else g):
@@ -174,7 +174,7 @@ class KaiConsolidate:
     # ---- the action ------------------------------------------------------------------------
     def plan(
         self,
-        state: GangState,
+        state: ClusterState,
         pending: list[Job],
         running: dict[int, RunningInfo],
         now_s: float,
@@ -196,14 +196,14 @@ class KaiConsolidate:
             if job.job_id in work.placements:
                 continue
             pods = work.pods_of(job)
-            if place_arrays(tree, job, pods, work.free_milli, work.free_gpus, work.free_gpus) is not None:
+            if place_arrays(tree, job, pods, work.gpu_milli_left, work.free_gpus, work.free_gpus) is not None:
                 continue  # the allocate action places it; consolidation only sees blocked jobs
             sig = str(job.constraint)
             need = pod_milli(job, pods)
             if self.use_signatures and sig in failed and not easier(need, failed[sig]):
                 continue
             plan = None
-            if int(work.free_milli.sum()) >= sum(need):
+            if int(work.gpu_milli_left.sum()) >= sum(need):
                 plan = self._solve(tree, work, job, pods, running, touched)
             if plan is None:
                 if sig not in failed or footprint_smaller(need, failed[sig]):
@@ -221,7 +221,7 @@ class KaiConsolidate:
 
     # ---- JobSolver ----------------------------------------------------------------------------
     def _eligible(
-        self, work: GangState, job: Job, running: dict[int, RunningInfo], touched: set[int]
+        self, work: ClusterState, job: Job, running: dict[int, RunningInfo], touched: set[int]
     ) -> list[int]:
         out = []
         for jid, j in work.jobs.items():
@@ -233,7 +233,7 @@ class KaiConsolidate:
             out.append(jid)
         return out
 
-    def _victims_queue(self, work: GangState, eligible: list[int]) -> list[int]:
+    def _victims_queue(self, work: ClusterState, eligible: list[int]) -> list[int]:
         cap = len(eligible) if self.max_preemptees < 0 else self.max_preemptees + 1
         chosen = eligible
         if len(eligible) > cap:
@@ -245,7 +245,7 @@ class KaiConsolidate:
     def _solve(
         self,
         tree: Tree,
-        work: GangState,
+        work: ClusterState,
         job: Job,
         pods: list[int],
         running: dict[int, RunningInfo],
@@ -254,7 +254,7 @@ class KaiConsolidate:
         eligible = self._eligible(work, job, running, touched)
         if not eligible:
             return None
-        base_cap = work.free_milli.sum(axis=1)
+        base_cap = work.gpu_milli_left.sum(axis=1)
         recorded: list[int] = []
         result: _Outcome | None = None
         for i in range(1, len(pods) + 1):
@@ -273,7 +273,7 @@ class KaiConsolidate:
     def _solve_partial(
         self,
         tree: Tree,
-        work: GangState,
+        work: ClusterState,
         job: Job,
         partial: list[int],
         recorded: list[int],
@@ -342,11 +342,11 @@ class KaiConsolidate:
         return True
 
     def _simulate(
-        self, tree: Tree, work: GangState, job: Job, partial: list[int], victims: list[int]
+        self, tree: Tree, work: ClusterState, job: Job, partial: list[int], victims: list[int]
     ) -> _Outcome:
         """``TryToVirtuallyAllocatePreemptorAndGetVictims`` + ``allPodsReallocated``."""
         self.simulations += 1
-        sim = _Sim(work.free_milli.copy(), work.free_gpus.copy(), np.zeros(tree.n, dtype=np.int64))
+        sim = _Sim(work.gpu_milli_left.copy(), work.free_gpus.copy(), np.zeros(tree.n, dtype=np.int64))
         for v in victims:
             sim.evict(work.placements[v])
         order = sorted(

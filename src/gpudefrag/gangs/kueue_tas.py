@@ -10,7 +10,7 @@ import numpy as np
 
 from gpudefrag.gangs.kueue_tas_assign import tas_assign
 from gpudefrag.gangs.topo_search import gang_shape, topo_index
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 __all__ = ["KueueTAS"]
@@ -42,7 +42,7 @@ class KueueTAS:
     sorting them the same way and keeping the fewest that hold the pods (BestFit optimising
     the last one), which minimises the domains used at every level.  Pods then go to the
     chosen nodes (workers in node order, the leader last, as in
-    :meth:`GangState.pods_of`).
+    :meth:`ClusterState.pods_of`).
 
     **Not modelled**: quota (ClusterQueues, cohorts, flavor fungibility, preemption), node
     taints / affinities / selectors, the ``pods`` resource, CPU and memory, balanced placement
@@ -60,13 +60,13 @@ class KueueTAS:
         self.name = name
         self.unconstrained = unconstrained
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         ix = topo_index(state.topology)
         shape = gang_shape(state, job)
         free = state.free_gpus
         if shape.full == 0:
             if shape.sharing:
-                cap = (state.free_milli // shape.milli).sum(axis=1)
+                cap = (state.gpu_milli_left // shape.milli).sum(axis=1)
             else:
                 cap = free // shape.rest
             count, leader_fits, pcl = 1, None, None

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 
 __all__ = ["Meter", "QueueRoom", "Snapshot", "queue_room"]
 
@@ -46,7 +46,7 @@ class Snapshot:
     stranded_gpus: float
 
 
-def snapshot(state: GangState) -> Snapshot:
+def snapshot(state: ClusterState) -> Snapshot:
     whole = state.whole_free_nodes()
     topo = state.topology
     doms = []
@@ -55,7 +55,7 @@ def snapshot(state: GangState) -> Snapshot:
         n_dom = topo.num_domains(li)
         all_whole = np.bincount(d, weights=(~whole).astype(np.float64), minlength=n_dom) == 0
         doms.append(int(all_whole.sum()))
-    free_total = float(state.free_milli.sum()) / 1000.0
+    free_total = float(state.gpu_milli_left.sum()) / 1000.0
     free_whole = float(topo.gpus_per_node[whole].sum())
     return Snapshot(state.used_gpus(), int(whole.sum()), tuple(doms), free_total - free_whole)
 
@@ -69,11 +69,11 @@ class QueueRoom:
     reachable_gpus: float
 
 
-def queue_room(state: GangState, queued_milli: dict[tuple[int, bool], int]) -> QueueRoom:
+def queue_room(state: ClusterState, queued_milli: dict[tuple[int, bool], int]) -> QueueRoom:
     """The :class:`QueueRoom` of ``state`` for a queue given as ``(GPU milli the job asks in
     total, whether it shares a GPU) -> number of queued jobs``.  A whole-GPU job fits by count
     when it asks at most the wholly free GPUs; a sharing pod when it asks at most the free milli."""
-    free_milli = int(state.free_milli.sum())
+    free_milli = int(state.gpu_milli_left.sum())
     whole_milli = int(state.free_gpus.sum()) * 1000
     queued = fit = 0
     for (milli, sharing), count in queued_milli.items():

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
 
@@ -70,7 +70,7 @@ class GangDefragmenter(Protocol):
 
     def plan(
         self,
-        state: GangState,
+        state: ClusterState,
         pending: list[Job],
         running: dict[int, RunningInfo],
         now_s: float,

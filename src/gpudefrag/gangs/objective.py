@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 FloatArray = npt.NDArray[np.float64]
@@ -52,7 +52,7 @@ class Workload:
         return Workload(sizes, tuple(acc[s] / total for s in sizes))
 
 
-def _whole_counts(state: GangState) -> tuple[IntArray, ...]:
+def _whole_counts(state: ClusterState) -> tuple[IntArray, ...]:
     """Wholly free nodes per domain of every named level (the state's kept aggregates)."""
     return state.domain_counts().whole[: len(state.topology.levels)]
 
@@ -61,7 +61,7 @@ def _domain_term(whole_in_domain: IntArray | int, k: int, gpn: int) -> IntArray 
     return gpn * whole_in_domain * (whole_in_domain < k)
 
 
-def node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: IntArray) -> FloatArray:
+def node_deltas(state: ClusterState, work: Workload, pod_gpus: int, nodes: IntArray) -> FloatArray:
     """Change of F if one pod of ``pod_gpus`` whole GPUs goes on each of ``nodes``."""
     topo = state.topology
     gpn = state.index.max_gpus_per_node
@@ -87,7 +87,7 @@ def node_deltas(state: GangState, work: Workload, pod_gpus: int, nodes: IntArray
 
 
 def domain_delta(
-    state: GangState, work: Workload, level: int, whole_taken: IntArray, domains: IntArray | None = None
+    state: ClusterState, work: Workload, level: int, whole_taken: IntArray, domains: IntArray | None = None
 ) -> FloatArray:
     """Change of F if ``whole_taken[d]`` wholly free nodes of each domain ``d`` of ``level``
     are used by one gang (nodes wholly used: their node terms do not change).  With

@@ -11,7 +11,7 @@ the gang-aware fragmentation measure (:mod:`gpudefrag.gangs.objective`) least.
   whole nodes are chosen level by level downwards: the smallest sub-domain that holds them all,
   else the fullest sub-domains first (fewest domains used).
 
-A gang decision reads the state's domain aggregates (:meth:`GangState.domain_counts`: wholly
+A gang decision reads the state's domain aggregates (:meth:`ClusterState.domain_counts`: wholly
 free nodes and free-GPU histograms per domain) and the topology's member and child lists
 (:mod:`gpudefrag.model.domain_index`), so it costs about the domains of the level tried plus
 the sub-domains and members of the chosen domain, not a pass over every node.
@@ -24,7 +24,8 @@ import numpy.typing as npt
 
 from gpudefrag.gangs.objective import Workload, domain_delta, node_deltas
 from gpudefrag.gangs.policy import candidate_levels
-from gpudefrag.model.gang_state import DomainCounts, GangState
+from gpudefrag.model.cluster import ClusterState
+from gpudefrag.model.domain_counts import DomainCounts
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 IntArray = npt.NDArray[np.int64]
@@ -32,7 +33,7 @@ IntArray = npt.NDArray[np.int64]
 __all__ = ["GangAware", "pick_whole_nodes"]
 
 
-def pick_whole_nodes(state: GangState, whole_nodes: IntArray, k: int, level: int) -> IntArray:
+def pick_whole_nodes(state: ClusterState, whole_nodes: IntArray, k: int, level: int) -> IntArray:
     """``k`` of ``whole_nodes`` (all wholly free, inside one domain of level ``level + 1``),
     chosen downwards from ``level``: best-fit sub-domain if one holds k, else fullest first."""
     if whole_nodes.size < k:
@@ -57,7 +58,7 @@ def pick_whole_nodes(state: GangState, whole_nodes: IntArray, k: int, level: int
     return np.concatenate(out)
 
 
-def _pick_in_domain(state: GangState, counts: DomainCounts, level: int, domain: int, k: int) -> IntArray:
+def _pick_in_domain(state: ClusterState, counts: DomainCounts, level: int, domain: int, k: int) -> IntArray:
     """:func:`pick_whole_nodes` on the wholly free nodes of the largest size in ``domain`` of
     level index ``level`` (the root for the whole cluster), going down from ``level - 1``:
     read from the aggregates and the child lists instead of grouping the nodes."""
@@ -96,7 +97,7 @@ class GangAware:
     def __init__(self, workload: Workload) -> None:
         self.work = workload
 
-    def _single(self, state: GangState, pod_gpus: int, nodes: IntArray) -> int | None:
+    def _single(self, state: ClusterState, pod_gpus: int, nodes: IntArray) -> int | None:
         ok = nodes[state.free_gpus[nodes] >= pod_gpus]
         if ok.size == 0:
             return None
@@ -104,8 +105,8 @@ class GangAware:
         order = np.lexsort((ok, state.free_gpus[ok], np.round(delta, 9)))
         return int(ok[order[0]])
 
-    def _sharing(self, state: GangState, job: Job) -> list[int] | None:
-        fm = state.free_milli
+    def _sharing(self, state: ClusterState, job: Job) -> list[int] | None:
+        fm = state.gpu_milli_left
         partly = (fm >= job.gpu_milli) & (fm < GPU_MILLI_PER_GPU)
         if partly.any():
             best = np.where(partly, fm, GPU_MILLI_PER_GPU + 1).min(axis=1)
@@ -113,7 +114,7 @@ class GangAware:
         node = self._single(state, 1, np.arange(state.topology.num_nodes, dtype=np.int64))
         return None if node is None else [node]
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         if job.is_sharing:
             return self._sharing(state, job)
         sizes = state.pods_of(job)
@@ -127,7 +128,7 @@ class GangAware:
                 return nodes
         return None
 
-    def _gang_at(self, state: GangState, sizes: list[int], level: int | None) -> list[int] | None:
+    def _gang_at(self, state: ClusterState, sizes: list[int], level: int | None) -> list[int] | None:
         gpn = state.index.max_gpus_per_node
         k = sum(1 for s in sizes if s == gpn)
         rest = [s for s in sizes if s != gpn]

@@ -1,9 +1,9 @@
 """The placement-policy interface of suite 2 and the topology search every policy shares.
 
 A policy answers one question: where do the pods of this job go, on this state?  It returns
-one node per pod (in the order of :meth:`GangState.pods_of`) or ``None`` when the job cannot
+one node per pod (in the order of :meth:`ClusterState.pods_of`) or ``None`` when the job cannot
 start now.  It never changes the state; the scheduler binds the answer (and
-:meth:`GangState.bind` checks it).
+:meth:`ClusterState.bind` checks it).
 
 :func:`candidate_levels` gives the levels a job may be placed within, following Kueue's TAS
 semantics: ``required:L`` -> only L; ``preferred:L`` -> L, then each level above, then the whole
@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 IntArray = npt.NDArray[np.int64]
@@ -30,10 +30,10 @@ class GangPolicy(Protocol):
 
     name: str
 
-    def place(self, state: GangState, job: Job) -> list[int] | None: ...
+    def place(self, state: ClusterState, job: Job) -> list[int] | None: ...
 
 
-def candidate_levels(state: GangState, job: Job) -> list[int | None]:
+def candidate_levels(state: ClusterState, job: Job) -> list[int | None]:
     """Level indices to try in order (``None`` = the whole cluster, no domain limit)."""
     c = job.constraint
     if c is None:
@@ -44,11 +44,11 @@ def candidate_levels(state: GangState, job: Job) -> list[int | None]:
     return [*range(li, len(state.topology.levels)), None]
 
 
-def domain_can_host(state: GangState, job: Job, nodes: IntArray) -> bool:
+def domain_can_host(state: ClusterState, job: Job, nodes: IntArray) -> bool:
     """Can the nodes ``nodes`` (a domain) host every pod of ``job`` at once?  Full-node pods
     need wholly free nodes; the remainder pod (or a lone pod) any other node with room."""
     if job.is_sharing:
-        return bool((state.free_milli[nodes] >= job.gpu_milli).any())
+        return bool((state.gpu_milli_left[nodes] >= job.gpu_milli).any())
     sizes = state.pods_of(job)
     gpn = state.topology.gpus_per_node[nodes]
     free = state.free_gpus[nodes]

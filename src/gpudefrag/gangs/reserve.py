@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpudefrag.gangs.policy import GangPolicy
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 IntArray = npt.NDArray[np.int64]
@@ -68,16 +68,16 @@ class ReservingPolicy:
         """Part of a job's shape for caching refusals: an owner sees nodes no one else does."""
         return job.job_id if job.job_id in self.reservations.nodes else None
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         hidden = self.reservations.reserved_for_others(job.job_id)
         if hidden.size == 0:
             return self.inner.place(state, job)
-        saved_milli = state.free_milli[hidden].copy()
+        saved_milli = state.gpu_milli_left[hidden].copy()
         saved_gpus = state.free_gpus[hidden].copy()
-        state.free_milli[hidden] = 0
+        state.gpu_milli_left[hidden] = 0
         state.free_gpus[hidden] = 0
         try:
             return self.inner.place(state, job)
         finally:
-            state.free_milli[hidden] = saved_milli
+            state.gpu_milli_left[hidden] = saved_milli
             state.free_gpus[hidden] = saved_gpus

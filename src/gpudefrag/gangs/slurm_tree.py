@@ -31,7 +31,7 @@ from gpudefrag.gangs.topo_search import (
     gang_shape,
     topo_index,
 )
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 
 __all__ = ["SlurmTree", "tree_select"]
@@ -187,13 +187,13 @@ class SlurmTree:
         self.name = name
         self.hetjob = hetjob
 
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         ix = topo_index(state.topology)
         shape = gang_shape(state, job)
         free = state.free_gpus
         if shape.full == 0:
             if shape.sharing:
-                elig = np.asarray((state.free_milli >= shape.milli).any(axis=1))
+                elig = np.asarray((state.gpu_milli_left >= shape.milli).any(axis=1))
             else:
                 elig = free >= shape.rest
             nodes = tree_select(ix, elig, 1)

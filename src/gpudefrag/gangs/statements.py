@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 
 from gpudefrag.gangs.invariants import check_job
 from gpudefrag.gangs.moves import GangMove
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
-from gpudefrag.model.statement import GangLedger, Ledger, Statement
+from gpudefrag.model.statement import JobLedger, Ledger, Statement
 
 __all__ = ["GangStatement", "checked_job", "job_statement", "plan_statement"]
 
@@ -19,17 +19,17 @@ GangStatement = Statement[Job, Sequence[int]]
 
 def checked_job(ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
     """The statement's check in the job world: :func:`check_job` on the ledger's state."""
-    assert isinstance(ledger, GangLedger)
+    assert isinstance(ledger, JobLedger)
     check_job(ledger.state, job)
 
 
-def job_statement(state: GangState) -> GangStatement:
+def job_statement(state: ClusterState) -> GangStatement:
     """An empty statement on ``state`` that checks every job it binds with :func:`check_job`."""
-    return Statement(GangLedger(state), checked_job)
+    return Statement(JobLedger(state), checked_job)
 
 
 def plan_statement(
-    state: GangState,
+    state: ClusterState,
     job: Job,
     nodes: Sequence[int],
     moves: Iterable[GangMove] = (),

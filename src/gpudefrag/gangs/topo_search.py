@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 from gpudefrag.model.topology import Topology
 
@@ -37,7 +37,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class GangShape:
-    """A job's pods as the baselines see them: ``sizes`` in :meth:`GangState.pods_of` order,
+    """A job's pods as the baselines see them: ``sizes`` in :meth:`ClusterState.pods_of` order,
     ``full`` pods of ``full_size`` GPUs (whole nodes) followed by an optional ``rest`` pod
     (``rest == 0``: none).  A lone pod is ``full == 0`` and ``rest`` = its size.  ``milli`` is
     the per-GPU share (1000 for whole GPUs)."""
@@ -60,7 +60,7 @@ class GangShape:
         return float(sum(self.sizes))
 
 
-def gang_shape(state: GangState, job: Job) -> GangShape:
+def gang_shape(state: ClusterState, job: Job) -> GangShape:
     sizes = tuple(state.pods_of(job))
     gmax = state.topology.max_gpus_per_node
     if len(sizes) == 1:

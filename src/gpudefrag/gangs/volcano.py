@@ -31,7 +31,7 @@ from gpudefrag.gangs.topo_search import (
     node_capacity_mask,
     topo_index,
 )
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 
 __all__ = ["VolcanoBinpack"]
@@ -64,7 +64,7 @@ class VolcanoBinpack:
     then the remainder pod any node with room), and only the winner is simulated.
 
     **Tasks** (``allocateResourcesForTasks``, ``prioritizeNodes``): pods in
-    :meth:`GangState.pods_of` order, each on the feasible node with the highest sum of
+    :meth:`ClusterState.pods_of` order, each on the feasible node with the highest sum of
 
     * binpack: ``100 * binpack_weight * (used + request) / capacity`` of the GPU resource
       (with ``binpack.cpu = binpack.memory = 0`` and ``binpack.resources: nvidia.com/gpu``,
@@ -128,7 +128,7 @@ class VolcanoBinpack:
         self._fill_shortcut = True  # False: the plain per-pod loop (the tests' reference)
 
     # ---- the policy ------------------------------------------------------------------------
-    def place(self, state: GangState, job: Job) -> list[int] | None:
+    def place(self, state: ClusterState, job: Job) -> list[int] | None:
         ix = topo_index(state.topology)
         shape = gang_shape(state, job)
         used = self._used_gpus(state)
@@ -167,15 +167,15 @@ class VolcanoBinpack:
         return np.zeros(ix.topology.num_nodes, dtype=np.int64)
 
     @staticmethod
-    def _used_gpus(state: GangState) -> FloatArray:
+    def _used_gpus(state: ClusterState) -> FloatArray:
         """GPUs in use per node, counting shared GPUs by their used milli."""
         gpn = state.topology.gpus_per_node
-        free = state.free_milli.sum(axis=1) / GPU_MILLI_PER_GPU
+        free = state.gpu_milli_left.sum(axis=1) / GPU_MILLI_PER_GPU
         return np.asarray(gpn - free, dtype=np.float64)
 
     def _allocate_tasks(
         self,
-        state: GangState,
+        state: ClusterState,
         ix: TopoIndex,
         shape: GangShape,
         members: IntArray,
@@ -211,7 +211,7 @@ class VolcanoBinpack:
             size = shape.sizes[i]
             req = share if shape.sharing else float(size)
             if shape.sharing:
-                cand = np.flatnonzero((state.free_milli[members] >= shape.milli).any(axis=1))
+                cand = np.flatnonzero((state.gpu_milli_left[members] >= shape.milli).any(axis=1))
             else:
                 cand = np.flatnonzero(free >= size)
             if cand.size == 0:
@@ -274,7 +274,7 @@ class VolcanoBinpack:
 
     # -- normal pods -------------------------------------------------------------------------
     def _normal_pod_tiers(
-        self, state: GangState, ix: TopoIndex, used_all: FloatArray, members: IntArray
+        self, state: ClusterState, ix: TopoIndex, used_all: FloatArray, members: IntArray
     ) -> list[tuple[IntArray, FloatArray, FloatArray, float]]:
         """Per tier 1 .. cluster top: (HyperNode of each member node, used GPUs per
         HyperNode (a scratch copy), allocatable GPUs per HyperNode, tier weight)."""
@@ -302,14 +302,14 @@ class VolcanoBinpack:
         return total / w_sum if w_sum > 0 else total
 
 
-def _domains_can_host(state: GangState, shape: GangShape, dom: IntArray, k: int) -> BoolArray:
+def _domains_can_host(state: ClusterState, shape: GangShape, dom: IntArray, k: int) -> BoolArray:
     """For every domain of the map ``dom`` (``k`` domains): does the per-pod greedy succeed
     in it?  Full-node pods need wholly free nodes of the largest size; the remainder (or lone)
     pod a node with room, which must be a partly used one when the full pods take every wholly
     free node."""
     free = state.free_gpus
     if shape.full == 0:
-        fits = node_capacity_mask(free, state.free_milli, shape.rest, shape.milli)
+        fits = node_capacity_mask(free, state.gpu_milli_left, shape.rest, shape.milli)
         return np.asarray(np.bincount(dom, weights=fits, minlength=k) > 0)
     gpn = state.topology.gpus_per_node
     whole = (free == gpn) & (gpn >= shape.full_size)

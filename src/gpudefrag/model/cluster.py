@@ -1,8 +1,16 @@
-"""Cluster state as a struct of per-node numpy arrays.
+"""The one cluster state: per-node numpy arrays, pods, and jobs and gangs on a topology.
 
-State changes only through :meth:`ClusterState.bind` and :meth:`ClusterState.unbind`; deciders
-(policies, the batch placer, the defrag planner) read the arrays and return a :class:`Placement`.
-A what-if runs on :meth:`ClusterState.copy`, which copies only the dynamic arrays.
+State changes only through :meth:`ClusterState.bind` and :meth:`ClusterState.unbind` (a pod at
+a placement) and :meth:`~gpudefrag.model.cluster_jobs.JobOps.bind_job` and
+:meth:`~gpudefrag.model.cluster_jobs.JobOps.unbind_job` (a whole job or gang, its GPUs chosen by
+one rule, :mod:`gpudefrag.model.cluster_jobs`); deciders (policies, the batch placer, the
+defrag planner, the gang placers and defragmenters, the victim rules) read the arrays and return
+placements.  A what-if runs on :meth:`ClusterState.copy`, which copies only the dynamic arrays.
+
+Every state has a topology: the one it was built for (:meth:`ClusterState.for_topology`, which
+also keeps the domain aggregates), or a flat one (its nodes, no levels above them).  Dynamic
+arrays besides the per-node resources left: ``free_gpus[node]`` (fully free GPUs) and ``epoch``
+(a counter of changes to the state as a whole, for caches of whole-state views).
 
 Every change to a node gives it a fresh ``version`` from a process-wide counter.  Equal versions
 therefore imply equal node contents, so caches keyed by (node index, version) stay valid across
@@ -24,9 +32,24 @@ from typing import Protocol, TypedDict
 import numpy as np
 from numpy.typing import NDArray
 
+from gpudefrag.model.cluster_jobs import JobOps, PlacementError, PodPlacement
 from gpudefrag.model.constants import GPU_MILLI_PER_GPU, MAX_GPUS_PER_NODE, MAX_PODS_PER_NODE
+from gpudefrag.model.domain_counts import DomainCounts
+from gpudefrag.model.domain_index import DomainIndex
 from gpudefrag.model.gpu_models import mask_accepts
+from gpudefrag.model.jobs import Job
 from gpudefrag.model.pods import PodSpec
+from gpudefrag.model.topology import Topology
+
+__all__ = [
+    "AFFINITY_TAGS",
+    "ClusterState",
+    "NodeWatcher",
+    "Placement",
+    "PlacementError",
+    "PodPlacement",
+    "affinity_tag",
+]
 
 
 class _VersionState(TypedDict):
@@ -81,15 +104,14 @@ class Placement:
     pod: PodSpec
 
 
-class PlacementError(ValueError):
-    """A placement that does not fit the state it is applied to."""
+class ClusterState(JobOps):
+    """Per-node arrays.  Static: names, GPU model id, GPU count, capacities, tie-break rank,
+    the topology.
 
-
-class ClusterState:
-    """Per-node arrays.  Static: names, GPU model id, GPU count, capacities, tie-break rank.
-
-    Dynamic: ``cpu_milli_left``, ``memory_mib_left``, ``gpu_milli_left[node, gpu]``,
-    ``pod_count``, ``affinity[node, tag]`` (GPU pods per GpuClustering tag) and ``version``.
+    Dynamic: ``cpu_milli_left``, ``memory_mib_left``, ``gpu_milli_left[node, gpu]`` (``gpu_slots``
+    columns: 8 unless built for a topology), ``free_gpus``, ``pod_count``, ``affinity[node, tag]``
+    (GPU pods per GpuClustering tag), ``version``, ``epoch``; the running jobs (``placements``,
+    ``jobs``, ``node_jobs``) and, for a topology, the domain aggregates.
     ``tie_rank[node]``: lower wins a score tie (FGD's "lowest randomised node name").
     """
 
@@ -101,6 +123,7 @@ class ClusterState:
         cpu_milli: NDArray[np.int64],
         memory_mib: NDArray[np.int64],
         tie_rank: NDArray[np.int64] | None = None,
+        gpu_slots: int = MAX_GPUS_PER_NODE,
     ) -> None:
         n = len(names)
         self.names = tuple(names)
@@ -116,24 +139,52 @@ class ClusterState:
         ):
             if arr.shape != (n,):
                 raise ValueError(f"{label} has shape {arr.shape}, expected ({n},)")
-        if n and (self.gpu_count.min() < 0 or self.gpu_count.max() > MAX_GPUS_PER_NODE):
-            raise ValueError(f"gpu_count must be within 0..{MAX_GPUS_PER_NODE}")
+        if n and (self.gpu_count.min() < 0 or self.gpu_count.max() > gpu_slots):
+            raise ValueError(f"gpu_count must be within 0..{gpu_slots}")
         self.tie_rank = (
             np.arange(n, dtype=np.int64) if tie_rank is None else np.asarray(tie_rank, dtype=np.int64).copy()
         )
         self.cpu_milli_left = self.cpu_capacity_milli.copy()
         self.memory_mib_left = self.memory_capacity_mib.copy()
-        slots = np.arange(MAX_GPUS_PER_NODE)[None, :]
+        slots = np.arange(gpu_slots)[None, :]
         self.gpu_milli_left = np.where(slots < self.gpu_count[:, None], GPU_MILLI_PER_GPU, 0).astype(np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
-        self.affinity = np.zeros((n, AFFINITY_TAGS), dtype=np.int64)
+        self.affinity = np.zeros((n, max(AFFINITY_TAGS, gpu_slots + 1)), dtype=np.int64)
         self.version = _fresh_versions(n)
+        self.epoch = 0
+        self.free_gpus = self.gpu_count.copy()
+        self._free_total = int(self.free_gpus.sum())
+        self.topology = Topology(self.gpu_count.copy(), self.names, (), ())  # flat: no levels
+        self._index: DomainIndex | None = None
+        self._counts: DomainCounts | None = None
+        self.placements: dict[int, tuple[PodPlacement, ...]] = {}
+        self.jobs: dict[int, Job] = {}
+        self.node_jobs: list[set[int]] = []  # allocated by the first job bound
         self._watchers: list[NodeWatcher] = []
         # fit key -> read-only mask of the nodes that could host such a pod when empty; the
         # capacity arrays never change after construction, so copies share it
         self.empty_fit_memo: dict[tuple[int, ...], NDArray[np.bool_]] = {}
         self.gpu_capacity_milli = int(self.gpu_count.sum()) * GPU_MILLI_PER_GPU
         self.used_gpu_milli = 0
+
+    @classmethod
+    def for_topology(cls, topology: Topology) -> ClusterState:
+        """A state of the nodes of ``topology`` (GPUs only: no CPU or memory), keeping the
+        domain aggregates of every level (:mod:`gpudefrag.model.cluster_jobs`)."""
+        n = topology.num_nodes
+        zeros = np.zeros(n, dtype=np.int64)
+        state = cls(
+            topology.node_names,
+            zeros,
+            topology.gpus_per_node,
+            zeros,
+            zeros,
+            gpu_slots=topology.max_gpus_per_node,
+        )
+        state.topology = topology
+        state.node_jobs = [set() for _ in range(n)]
+        state._counts = DomainCounts.recount(state.index, state.free_gpus, topology.gpus_per_node)
+        return state
 
     # ----------------------------------------------------------------- queries
     @property
@@ -188,12 +239,19 @@ class ClusterState:
         self.cpu_milli_left[node] -= pod.cpu_milli
         self.memory_mib_left[node] -= pod.memory_mib
         self.pod_count[node] += 1
-        for g in placement.gpus:
-            self.gpu_milli_left[node, g] -= pod.gpu_milli
+        if placement.gpus:
+            old_free = int(self.free_gpus[node])
+            row = self.gpu_milli_left[node]
+            for g in placement.gpus:
+                if row[g] == GPU_MILLI_PER_GPU:
+                    self.free_gpus[node] -= 1
+                row[g] -= pod.gpu_milli
+            self._recount_node(node, old_free)
         tag = affinity_tag(pod)
         if tag >= 0:
             self.affinity[node, tag] += 1
         self.used_gpu_milli += pod.gpu_milli * len(placement.gpus)
+        self.epoch += 1
         self._touch(node)
 
     def unbind(self, placement: Placement) -> None:
@@ -205,12 +263,19 @@ class ClusterState:
         self.cpu_milli_left[node] += pod.cpu_milli
         self.memory_mib_left[node] += pod.memory_mib
         self.pod_count[node] -= 1
-        for g in placement.gpus:
-            self.gpu_milli_left[node, g] += pod.gpu_milli
+        if placement.gpus:
+            old_free = int(self.free_gpus[node])
+            row = self.gpu_milli_left[node]
+            for g in placement.gpus:
+                row[g] += pod.gpu_milli
+                if row[g] == GPU_MILLI_PER_GPU:
+                    self.free_gpus[node] += 1
+            self._recount_node(node, old_free)
         tag = affinity_tag(pod)
         if tag >= 0:
             self.affinity[node, tag] -= 1
         self.used_gpu_milli -= pod.gpu_milli * len(placement.gpus)
+        self.epoch += 1
         self._touch(node)
 
     def _why_not_unbindable(self, node: int, pod: PodSpec, gpus: tuple[int, ...]) -> str | None:
@@ -236,19 +301,25 @@ class ClusterState:
         return None
 
     def copy(self) -> ClusterState:
-        """A what-if copy: static arrays shared, dynamic arrays copied (versions kept)."""
+        """A what-if copy: static arrays shared, dynamic arrays and the running jobs copied
+        (versions kept; placements are immutable tuples, shared)."""
         other = object.__new__(ClusterState)
         other.__dict__.update(self.__dict__)
         for name in (
             "cpu_milli_left",
             "memory_mib_left",
             "gpu_milli_left",
+            "free_gpus",
             "pod_count",
             "affinity",
             "version",
         ):
             setattr(other, name, getattr(self, name).copy())
         other._watchers = []
+        other.placements = dict(self.placements)
+        other.jobs = dict(self.jobs)
+        other.node_jobs = [set(s) for s in self.node_jobs]
+        other._counts = None if self._counts is None else self._counts.copy()
         return other
 
     def __getstate__(self) -> dict[str, object]:
@@ -262,7 +333,11 @@ class ClusterState:
         self.cpu_milli_left[node] = 0
         self.memory_mib_left[node] = 0
         self.gpu_milli_left[node, :] = 0
+        old_free = int(self.free_gpus[node])
+        self.free_gpus[node] = 0
+        self._recount_node(node, old_free)
         self.pod_count[node] = MAX_PODS_PER_NODE
+        self.epoch += 1
         self._touch(node)
 
     def mask_many(self, nodes: NDArray[np.int64]) -> None:
@@ -271,8 +346,10 @@ class ClusterState:
             return
         self.cpu_milli_left[nodes] = 0
         self.memory_mib_left[nodes] = 0
-        self.gpu_milli_left[nodes, :] = 0
+        distinct = np.unique(nodes)
+        self._overwrite(distinct, np.zeros((distinct.size, self.gpu_milli_left.shape[1]), dtype=np.int64))
         self.pod_count[nodes] = MAX_PODS_PER_NODE
+        self.epoch += 1
         self.version[nodes] = _fresh_versions(int(nodes.size))
         for w in self._watchers:
             w.nodes_changed(nodes)

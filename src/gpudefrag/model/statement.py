@@ -4,9 +4,9 @@ scratch copy of the cluster state, then committed to the state or discarded.
 What Volcano's ``pkg/scheduler/framework/statement.go`` is to its session (operations recorded
 by an action, then ``Commit`` or ``Discard``), this is to every action here: a defragmentation
 plan, a preemption plan, a consolidation, a batch of placements.  The state is reached through
-a :class:`Ledger`, so the same statement serves the job world (:class:`GangLedger` over
-:class:`~gpudefrag.model.gang_state.GangState`) and the pod world (:class:`PodLedger` over
-:class:`~gpudefrag.model.cluster.ClusterState`).
+a :class:`Ledger` over the one :class:`~gpudefrag.model.cluster.ClusterState`, whose unit is a
+job (:class:`JobLedger`: a job or gang bound whole, its GPUs chosen by the state's rule) or a
+pod (:class:`PodLedger`: a pod bound at a placement).
 
 Rules (:meth:`Statement.replay_on` and :meth:`Statement.commit` apply them alike):
 
@@ -27,13 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from gpudefrag.model.cluster import ClusterState, Placement
-from gpudefrag.model.cluster import PlacementError as PodPlacementError
-from gpudefrag.model.gang_state import GangState
-from gpudefrag.model.gang_state import PlacementError as GangPlacementError
+from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
 from gpudefrag.model.jobs import Job
 
-__all__ = ["GangLedger", "Ledger", "PodLedger", "Statement", "StatementError"]
+__all__ = ["JobLedger", "Ledger", "PodLedger", "Statement", "StatementError"]
 
 U = TypeVar("U")
 """A unit of work: a job (a gang of pods) or a pod."""
@@ -67,33 +64,33 @@ class Ledger(Protocol[U, W]):
         ...
 
 
-class GangLedger:
-    """A :class:`~gpudefrag.model.gang_state.GangState` as a ledger: a unit is a job, bound on
-    one node per pod (its GPU-choice rule picks the GPUs)."""
+class JobLedger:
+    """A :class:`~gpudefrag.model.cluster.ClusterState` as a ledger of jobs: a unit is a job,
+    bound on one node per pod (the state's GPU-choice rule picks the GPUs)."""
 
     noun = "job"
 
-    def __init__(self, state: GangState) -> None:
+    def __init__(self, state: ClusterState) -> None:
         self.state = state
 
-    def copy(self) -> GangLedger:
-        return GangLedger(self.state.copy())
+    def copy(self) -> JobLedger:
+        return JobLedger(self.state.copy())
 
     def unit(self, unit_id: int) -> Job | None:
         return self.state.jobs.get(unit_id)
 
     def bind(self, unit_id: int, unit: Job, where: Sequence[int]) -> None:
         if unit.job_id != unit_id:
-            raise GangPlacementError(f"job {unit.job_id} recorded as unit {unit_id}")
-        self.state.bind(unit, list(where))
+            raise PlacementError(f"job {unit.job_id} recorded as unit {unit_id}")
+        self.state.bind_job(unit, list(where))
 
     def unbind(self, unit_id: int) -> None:
-        self.state.unbind(unit_id)
+        self.state.unbind_job(unit_id)
 
 
 class PodLedger:
     """A :class:`~gpudefrag.model.cluster.ClusterState` and the placements of its running pods
-    by pod id, as a ledger: a unit is a pod's placement, bound at a placement."""
+    by pod id, as a ledger of pods: a unit is a pod's placement, bound at a placement."""
 
     noun = "pod"
 
@@ -109,7 +106,7 @@ class PodLedger:
 
     def bind(self, unit_id: int, unit: Placement, where: Placement) -> None:
         if where.pod != unit.pod:
-            raise PodPlacementError(f"pod {unit_id} bound with another pod's spec")
+            raise PlacementError(f"pod {unit_id} bound with another pod's spec")
         self.state.bind(where)
         self.placements[unit_id] = where
 

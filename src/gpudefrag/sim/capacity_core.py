@@ -17,7 +17,7 @@ from gpudefrag.gangs.invariants import InvariantError, check_job, check_state
 from gpudefrag.gangs.metrics import Meter
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.capacity_model import (
@@ -51,7 +51,7 @@ class CapacityCore:
         cfg: Sim3Config,
     ) -> None:
         self.topology, self.policy, self.victims, self.cfg = topology, policy, victims, cfg
-        self.state = GangState(topology)
+        self.state = ClusterState.for_topology(topology)
         n = topology.num_nodes
         self.down = np.zeros(n, dtype=bool)
         self.off = np.zeros(n, dtype=bool)  # powered off or still provisioning (elastic mode)
@@ -95,7 +95,7 @@ class CapacityCore:
         self.hash = hashlib.sha256()
         self.now = 0.0
         self.dirty = True
-        self._views: dict[bytes, GangState] = {}
+        self._views: dict[bytes, ClusterState] = {}
         self._views_version = -1
         self.maxima: dict[tuple[bool, bool, int], tuple[tuple[int, int], int, int, int]] = {}
 
@@ -114,13 +114,13 @@ class CapacityCore:
             ok &= ~self.spare
         return ok
 
-    def view(self, allowed: BoolArray) -> GangState:
+    def view(self, allowed: BoolArray) -> ClusterState:
         """The state with every node outside ``allowed`` showing no free capacity (cached per
         mask until the state changes)."""
         if allowed.all():
             return self.state
-        if self._views_version != self.state.version:
-            self._views, self._views_version = {}, self.state.version
+        if self._views_version != self.state.epoch:
+            self._views, self._views_version = {}, self.state.epoch
         key = allowed.tobytes()
         v = self._views.get(key)
         if v is None:
@@ -160,7 +160,7 @@ class CapacityCore:
         self.push(run.end_s, END, run.job.job_id, run.token)
 
     def bind(self, job: Job, nodes: list[int]) -> None:
-        self.state.bind(job, nodes)
+        self.state.bind_job(job, nodes)
         check_job(self.state, job)
         if self.down[nodes].any():
             raise InvariantError(f"job {job.job_id} bound on a down node: {nodes}")
@@ -242,7 +242,7 @@ class CapacityCore:
         if run is None or run.token != token:
             return
         del self.running[job_id]
-        self.state.unbind(job_id)
+        self.state.unbind_job(job_id)
         rec = self.records.get(job_id)
         if rec is not None:
             rec.end_s = self.now
@@ -263,7 +263,7 @@ class CapacityCore:
         run.token += 1
         self.lose(run.job, lost, cause)
         if not committed:
-            self.state.unbind(job_id)
+            self.state.unbind_job(job_id)
         self.suspended[job_id] = run
         self.kill_cause[job_id] = cause
         job = run.job

@@ -122,7 +122,7 @@ class Elastic:
                 continue
             scratch = c.state.copy()
             for j in job_ids:
-                scratch.unbind(j)
+                scratch.unbind_job(j)
             moves: list[tuple[int, list[int]]] = []
             cost = 0.0
             for j in job_ids:
@@ -133,7 +133,7 @@ class Elastic:
                 dest = c.policy.place(view, run.job)
                 if dest is None:
                     break
-                scratch.bind(run.job, dest)
+                scratch.bind_job(run.job, dest)
                 moves.append((j, dest))
                 cost += disruption_cost_gpu_s(run.job.gpu_share, run.lost_work_s(c.now, iv), rs)
             if len(moves) != len(job_ids) or cost > e.drain_max_cost_gpu_s:

@@ -12,7 +12,7 @@ from gpudefrag.capacity.victims import RunningJob, VictimPlan
 from gpudefrag.gangs.invariants import InvariantError, check_job
 from gpudefrag.gangs.statements import GangStatement
 from gpudefrag.model.jobs import Job
-from gpudefrag.model.statement import GangLedger, Ledger, Statement
+from gpudefrag.model.statement import JobLedger, Ledger, Statement
 from gpudefrag.sim.capacity_core import CapacityCore
 from gpudefrag.sim.capacity_model import BoolArray
 
@@ -29,7 +29,7 @@ class CapacityPlans:
         """Running jobs of priority below ``below`` whose pods all sit on allowed nodes (cached
         until the state or the time changes)."""
         c = self.core
-        stamp = (c.state.version, c.now)
+        stamp = (c.state.epoch, c.now)
         if self._running_stamp != stamp:
             self._running_cache, self._running_stamp = {}, stamp
         key = (allowed.tobytes(), below)
@@ -54,11 +54,11 @@ class CapacityPlans:
         """An empty statement on the run's state: every job it binds is checked as
         :meth:`CapacityCore.bind` checks it (its gang whole, its constraint kept, no down node)."""
         c = self.core
-        return Statement(GangLedger(c.state), self._check_bound)
+        return Statement(JobLedger(c.state), self._check_bound)
 
     def _check_bound(self, ledger: Ledger[Job, Sequence[int]], job: Job) -> None:
         c = self.core
-        assert isinstance(ledger, GangLedger)
+        assert isinstance(ledger, JobLedger)
         check_job(ledger.state, job)
         nodes = [p.node for p in ledger.state.placements[job.job_id]]
         if c.down[nodes].any():

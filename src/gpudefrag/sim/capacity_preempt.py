@@ -99,7 +99,7 @@ class Preemption:
             return False
         scratch = c.state.copy()
         for j in candidates:
-            scratch.unbind(j)
+            scratch.unbind_job(j)
         scratch.hide(np.flatnonzero(~allowed))
         nodes = c.policy.place(scratch, job)
         if nodes is None:

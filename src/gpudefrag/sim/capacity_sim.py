@@ -126,12 +126,12 @@ class _Sim3:
         many free GPUs in all.  Read from maxima kept per view until the state changes."""
         c = self.core
         cached = c.maxima.get(flags)
-        if cached is None or cached[0] != (c.state.version, c.spare_version):
+        if cached is None or cached[0] != (c.state.epoch, c.spare_version):
             view = c.view(allowed)
             cached = (
-                (c.state.version, c.spare_version),
+                (c.state.epoch, c.spare_version),
                 int(view.free_gpus.max(initial=0)),
-                int(view.free_milli.max(initial=0)),
+                int(view.gpu_milli_left.max(initial=0)),
                 int(view.free_gpus.sum()),
             )
             c.maxima[flags] = cached

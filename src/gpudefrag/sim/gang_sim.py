@@ -36,7 +36,7 @@ from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter, RunningInfo
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
 from gpudefrag.gangs.statements import plan_statement
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.statement import StatementError
 from gpudefrag.model.topology import Topology
@@ -110,7 +110,7 @@ class _Sim:
         defrag: GangDefragmenter | None,
         cfg: GangSimConfig,
     ) -> None:
-        self.state = GangState(topology)
+        self.state = ClusterState.for_topology(topology)
         self.policy, self.defrag, self.cfg = policy, defrag, cfg
         self.events = EventQueue()  # (time, kind, push order): arrivals first, then ends
         for job in jobs:
@@ -143,7 +143,7 @@ class _Sim:
         """Start a queued job (every caller starts one from the queue)."""
         self.queued_gangs -= self._is_gang(job)
         self._count_queued(job, -1)
-        self.state.bind(job, nodes)
+        self.state.bind_job(job, nodes)
         check_job(self.state, job)
         self._started(job, nodes)
 
@@ -170,7 +170,7 @@ class _Sim:
         if run is None or run.token != token:
             return
         del self.running[job_id]
-        self.state.unbind(job_id)
+        self.state.unbind_job(job_id)
         rec = self.records.get(job_id)
         if rec is not None:
             rec.end_s, rec.moves = self.now, run.moves
@@ -197,7 +197,7 @@ class _Sim:
         started = self._batch(order)
         refused: set[tuple[object, ...]] = set()
         free_total = int(self.state.free_gpus.sum())
-        room = bool(self.state.free_milli.any())
+        room = bool(self.state.gpu_milli_left.any())
         for job_id in order:
             if not room:  # every GPU is fully used: nothing else can start in this pass
                 break
@@ -214,7 +214,7 @@ class _Sim:
             self._start(job, nodes)
             started.add(job_id)
             free_total = int(self.state.free_gpus.sum())
-            room = free_total > 0 or bool(self.state.free_milli.any())
+            room = free_total > 0 or bool(self.state.gpu_milli_left.any())
         if started:
             self.queue = [k for k in self.queue if k[2] not in started]
         self.result.pass_s.append(time.perf_counter() - t0)

@@ -7,7 +7,7 @@ sized to ``gpus`` GPUs and filled to ``fill`` of its GPUs, seeded:
 
 * ``1 - SHARING_SHARE`` (80 %) of the filled GPUs by ITP cluster04 jobs, each drawn with
   probability proportional to its duration (the jobs running at a random instant) and split
-  into pods (:meth:`GangState.pods_of`).  A one-pod job goes on the first of ``TRIES`` random
+  into pods (:meth:`ClusterState.pods_of`).  A one-pod job goes on the first of ``TRIES`` random
   nodes with room; a gang puts its full-node pods on distinct wholly free nodes, the first
   found among ``TRIES`` random draws per pod (no topology rule: a gang spreads over domains),
   and its remainder pod like a one-pod job.  A job without room is dropped (all-or-nothing).
@@ -15,7 +15,7 @@ sized to ``gpus`` GPUs and filled to ``fill`` of its GPUs, seeded:
   likely (a simple stand-in for openb's ``gpu_milli``), each on the first of ``TRIES`` random
   nodes that has a partly used GPU with room, else on the first of them with room at all (a
   scheduler packs sharing pods onto shared GPUs), on that node's best-fit GPU
-  (:meth:`GangState.bind`).
+  (:meth:`ClusterState.bind`).
 
 "Random nodes" are not uniform: every domain of every level with more than one domain gets a
 weight ``exp(N(0, sigma^2))`` (``sigma = DOMAIN_SIGMA = 1`` by default) and a node is drawn with
@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
-from gpudefrag.model.gang_state import GangState
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Constraint, Job
 from gpudefrag.model.topology import PRESETS, Topology, superpod
 from gpudefrag.workloads.itp import load_itp
@@ -126,15 +126,15 @@ class _NodeDraws:
         return out
 
 
-def _one_pod_node(state: GangState, pod_gpus: int, draws: IntArray, skip: list[int]) -> int | None:
+def _one_pod_node(state: ClusterState, pod_gpus: int, draws: IntArray, skip: list[int]) -> int | None:
     for node in draws.tolist():
         if node not in skip and state.free_gpus[node] >= pod_gpus:
             return int(node)
     return None
 
 
-def _sharing_node(state: GangState, gpu_milli: int, draws: IntArray) -> int | None:
-    fm = state.free_milli[draws]
+def _sharing_node(state: ClusterState, gpu_milli: int, draws: IntArray) -> int | None:
+    fm = state.gpu_milli_left[draws]
     room = fm >= gpu_milli
     for ok in ((room & (fm < GPU_MILLI_PER_GPU)).any(axis=1), room.any(axis=1)):
         if ok.any():
@@ -142,7 +142,7 @@ def _sharing_node(state: GangState, gpu_milli: int, draws: IntArray) -> int | No
     return None
 
 
-def _job_nodes(state: GangState, job: Job, draws: _NodeDraws) -> list[int] | None:
+def _job_nodes(state: ClusterState, job: Job, draws: _NodeDraws) -> list[int] | None:
     """The filling rule of the module docstring for one job: its nodes, or None."""
     if job.is_sharing:
         node = _sharing_node(state, job.gpu_milli, draws.take(TRIES))
@@ -167,7 +167,9 @@ def _job_nodes(state: GangState, job: Job, draws: _NodeDraws) -> list[int] | Non
     return nodes
 
 
-def _fill(state: GangState, jobs: list[Job], draws: _NodeDraws, target_milli: float, used_milli: int) -> int:
+def _fill(
+    state: ClusterState, jobs: list[Job], draws: _NodeDraws, target_milli: float, used_milli: int
+) -> int:
     """Bind ``jobs`` in order by the filling rule until ``target_milli`` is used; returns the
     milli used.  Ids continue from the state's count of jobs."""
     job_id = len(state.jobs)
@@ -177,7 +179,7 @@ def _fill(state: GangState, jobs: list[Job], draws: _NodeDraws, target_milli: fl
         job = Job(job_id, 0.0, 1.0, template.gpus, gpu_milli=template.gpu_milli)
         nodes = _job_nodes(state, job, draws)
         if nodes is not None:
-            state.bind(job, nodes)
+            state.bind_job(job, nodes)
             used_milli += job.gpus * job.gpu_milli
             job_id += 1
     return used_milli
@@ -191,12 +193,12 @@ def gang_cluster(
     itp_jobs: list[Job] | None = None,
     domain_sigma: float = DOMAIN_SIGMA,
     leaf_nodes: int | None = None,
-) -> GangState:
+) -> ClusterState:
     """The module docstring's filled cluster (``itp_jobs``: the ITP cluster04 jobs when None;
     ``domain_sigma``: the spread of the domains' load, 0 for uniformly random nodes;
     ``leaf_nodes``: superpod's nodes per leaf group, 32 when None)."""
     topo = _topology(preset, gpus, leaf_nodes)
-    state = GangState(topo)
+    state = ClusterState.for_topology(topo)
     jobs = itp_jobs if itp_jobs is not None else load_itp(ITP_TRACE)
     rng = np.random.default_rng(seed)
     draws = _NodeDraws(topo, rng, domain_sigma)
@@ -288,13 +290,13 @@ def bench_gangs(
                 no_room[size] += 1
                 placed[size].append(())
                 continue
-            state.bind(job, nodes)
+            state.bind_job(job, nodes)
             placed[size].append(tuple(nodes))
             bound.append(job.job_id)
             if len(bound) > KEEP_GANGS:
-                state.unbind(bound.popleft())
+                state.unbind_job(bound.popleft())
         while bound:
-            state.unbind(bound.popleft())
+            state.unbind_job(bound.popleft())
         latency[size] = times
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     topo = state.topology
