@@ -2,8 +2,10 @@
 
 Jobs come from a job-trace CSV (``--trace FILE``, see docs/job-trace-format.md) or from a suite
 window (``--window itp04-w2 --load 1.25``); the topology from a preset sized by ``--nodes``
-(``superpod`` or ``nvl72``) or from a TOML/YAML file (``--topology-file``).  It prints the
-figures suite 2 reports for one run (``--json``: one JSON object).
+(``superpod`` or ``nvl72``) or from a TOML/YAML file (``--topology-file``).  What runs is one of
+suite 2's variants (``--variant``) or a profile (``--config``: a shipped one's name or a TOML/YAML
+file naming ``allocate.gangs`` and, optionally, ``defragment`` or ``consolidate``; docs/profiles.md).
+It prints the figures suite 2 reports for one run (``--json``: one JSON object).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.suite2.summary import summarise
     from gpudefrag.model.jobs import parse_constraint
     from gpudefrag.model.topology import load_topology
+    from gpudefrag.profiles.jobs import job_actions
     from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 
     _check_modes(args)
@@ -117,14 +120,18 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     for j in jobs:
         if j.constraint is not None:
             topo.level_index(j.constraint.level)  # unknown level -> ConfigError naming the levels
-    policy, defrag = make_variant(args.variant, jobs, gpn, cfg)
+    if args.config is not None:
+        policy, defrag = job_actions(args.config, jobs, cfg.restart_s)
+    else:
+        policy, defrag = make_variant(args.variant, jobs, gpn, cfg)
     sim_cfg = GangSimConfig(measure[0], measure[1], restart_s=cfg.restart_s, check_every_event=args.check)
     try:
         result = simulate(topo, jobs, policy, sim_cfg, defrag)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     m = summarise(result, topo)
-    out: dict[str, Any] = {"variant": args.variant, "nodes": topo.num_nodes, "constraint": gang_constraint}
+    ran = f"profile {args.config.name}" if args.config is not None else args.variant
+    out: dict[str, Any] = {"variant": ran, "nodes": topo.num_nodes, "constraint": gang_constraint}
     out["event_hash"] = result.event_hash
     # NaN (no job of a size class) is not JSON: reported as null
     out.update({k: (None if m[k] != m[k] else (int(m[k]) if k in COUNTS else m[k])) for k in SHOWN})
@@ -159,6 +166,28 @@ def _variant_name(text: str) -> str:
     return text
 
 
+def _profile(text: str) -> Any:
+    """``--config``: a profile the job simulator can run (allocate.gangs, at most one of
+    defragment and consolidate); a bad one is a one-line usage error naming the file and field."""
+    from gpudefrag.errors import InputError
+    from gpudefrag.profiles.schema import profile_arg
+
+    try:
+        got = profile_arg(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if got.allocate.gangs is None:
+        raise argparse.ArgumentTypeError(
+            f"{text}: allocate.gangs: needed (a gang placer: volcano, ..., ours)"
+        )
+    beyond = [a for a in got.actions if a in ("preempt", "elastic")]
+    if beyond:
+        raise argparse.ArgumentTypeError(f"{text}: {', '.join(beyond)} run in suite 3, not in gang-sim")
+    if got.runs("defragment") and got.runs("consolidate"):
+        raise argparse.ArgumentTypeError(f"{text}: one of defragment and consolidate, not both")
+    return got
+
+
 def add_gangsim_command(sub: Any) -> None:
     p = sub.add_parser(
         "gang-sim",
@@ -178,11 +207,19 @@ def add_gangsim_command(sub: Any) -> None:
         help="with --trace: end of the run in seconds of the trace (default: its last submit)",
     )
     p.add_argument("--load", type=LOAD, default=None, help="with --window: load 1.0, 1.25, 1.5 (default 1.0)")
-    p.add_argument(
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
         "--variant",
         type=_variant_name,
         default="ours",
-        help="volcano, kueue, kai, kai+consolidate, slurm, fgd, ours, ours+defrag (default ours)",
+        help="volcano, kueue, kai, kai+consolidate, slurm, fgd, ours, ours-batch, ours+defrag (default ours)",
+    )
+    what.add_argument(
+        "--config",
+        type=_profile,
+        default=None,
+        metavar="PROFILE",
+        help="a profile instead: a shipped one's name (suite2) or a TOML/YAML file (docs/profiles.md)",
     )
     p.add_argument(
         "--topology", choices=("superpod", "nvl72"), default=None, help="a preset (default superpod)"

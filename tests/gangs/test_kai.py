@@ -11,9 +11,10 @@ import numpy as np
 
 from gpudefrag.gangs.kai import KaiBinpack
 from gpudefrag.gangs.kai_consolidate import KaiConsolidate
-from gpudefrag.gangs.moves import DefragPlan, RunningInfo
+from gpudefrag.gangs.moves import DefragPlan
 from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Constraint, Job
+from gpudefrag.model.session import RunningInfo, Session
 from gpudefrag.model.topology import Topology, superpod, uniform
 
 
@@ -143,7 +144,7 @@ def test_consolidate_moves_two_jobs_to_free_a_node_for_an_8_gpu_job():
     s.bind_job(_job(2, 4, t=3.0), [0])
     pending = _job(100, 8, t=10.0)
     assert KaiBinpack().place(s, pending) is None
-    plans = KaiConsolidate().plan(s, [pending], _running(s), 0.0)
+    plans = KaiConsolidate().plan(Session(0.0, s, [pending], _running(s)))
     assert len(plans) == 1
     p = plans[0]
     assert p.job_id == 100 and p.nodes == (0,)
@@ -162,7 +163,7 @@ def test_consolidate_refuses_a_scenario_that_leaves_a_victim_out():
     s.bind_job(_job(3, 4, t=2.0), [2])
     pending = _job(100, 8, t=10.0, prio=1)
     cons = KaiConsolidate()
-    assert cons.plan(s, [pending], _running(s), 0.0) == []
+    assert cons.plan(Session(0.0, s, [pending], _running(s))) == []
     assert cons.simulations == 3  # one per scenario that passed the idle-GPU filter
 
 
@@ -178,7 +179,7 @@ def test_consolidate_moves_a_gang_whole():
     running[2] = RunningInfo(2, 0.0, 600.0, 0.0, do_not_disrupt=True)
     running[3] = RunningInfo(3, 0.0, 600.0, 0.0, do_not_disrupt=True)
     pending = _job(100, 8, t=10.0)
-    plans = KaiConsolidate().plan(s, [pending], running, 0.0)
+    plans = KaiConsolidate().plan(Session(0.0, s, [pending], running))
     assert len(plans) == 1
     assert plans[0].moves[0].job_id == 1 and plans[0].moves[0].to_nodes == (0, 2)
     assert plans[0].nodes == (1,)
@@ -196,12 +197,12 @@ def test_non_preemptible_jobs_are_neither_victims_nor_consolidated_for():
     running = _running(s)
     for j in (10, 11):
         running[j] = RunningInfo(j, 0.0, 600.0, 0.0, do_not_disrupt=True)
-    assert KaiConsolidate().plan(s, [_job(100, 8, t=10.0)], running, 0.0) == []
+    assert KaiConsolidate().plan(Session(0.0, s, [_job(100, 8, t=10.0)], running)) == []
     s.unbind_job(1)
     s.bind_job(_job(1, 4, t=2.0), [0])
-    assert len(KaiConsolidate().plan(s, [_job(100, 8, t=10.0)], running, 0.0)) == 1
-    assert KaiConsolidate().plan(s, [_job(100, 8, t=10.0, prio=100)], running, 0.0) == []
-    assert KaiConsolidate(max_preemptees=0).plan(s, [_job(100, 8, t=10.0)], running, 0.0) == []
+    assert len(KaiConsolidate().plan(Session(0.0, s, [_job(100, 8, t=10.0)], running))) == 1
+    assert KaiConsolidate().plan(Session(0.0, s, [_job(100, 8, t=10.0, prio=100)], running)) == []
+    assert KaiConsolidate(max_preemptees=0).plan(Session(0.0, s, [_job(100, 8, t=10.0)], running)) == []
 
 
 def test_plans_replay_validly_keep_required_constraints_and_never_split_gangs():
@@ -226,7 +227,7 @@ def test_plans_replay_validly_keep_required_constraints_and_never_split_gangs():
             _job(1000 + i, rng.choice([8, 12, 16]), rng.choice([None, "required:leaf"]), t=1e4 + i)
             for i in range(20)
         ]
-        plans = KaiConsolidate(seed=seed).plan(s, pending, _running(s), 0.0)
+        plans = KaiConsolidate(seed=seed).plan(Session(0.0, s, pending, _running(s)))
         by_id = {j.job_id: j for j in pending}
         cur = s
         for p in plans:

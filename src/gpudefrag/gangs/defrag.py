@@ -33,6 +33,7 @@ and the gang starts when they are free.  A reservation ends when its gang starts
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
@@ -40,11 +41,12 @@ import numpy as np
 import numpy.typing as npt
 from annotated_types import Interval
 
-from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo, move_cost_gpu_s
+from gpudefrag.gangs.moves import DefragPlan, GangMove, move_cost_gpu_s
 from gpudefrag.gangs.policy import GangPolicy, candidate_levels
 from gpudefrag.gangs.reserve import Reservations
 from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import RunningInfo, Session
 from gpudefrag.settings import Seconds
 
 IntArray = npt.NDArray[np.int64]
@@ -96,7 +98,9 @@ class CheckpointDefrag:
         return self.reservations.version
 
     # ---- costs -----------------------------------------------------------------------------
-    def _costs(self, state: ClusterState, running: dict[int, RunningInfo], now_s: float) -> dict[int, float]:
+    def _costs(
+        self, state: ClusterState, running: Mapping[int, RunningInfo], now_s: float
+    ) -> dict[int, float]:
         """Cost of moving each movable running job (gangs only when just checkpointed)."""
         out: dict[int, float] = {}
         for job_id, info in running.items():
@@ -227,9 +231,8 @@ class CheckpointDefrag:
         self._scratch = scratch
         return DefragPlan(job.job_id, tuple(moves), tuple(nodes))
 
-    def plan(
-        self, state: ClusterState, pending: list[Job], running: dict[int, RunningInfo], now_s: float
-    ) -> list[DefragPlan]:
+    def plan(self, session: Session) -> list[DefragPlan]:
+        state, pending, running, now_s = session.state, session.pending, session.running, session.now_s
         self._update_reservations(state, pending, now_s)
         plans: list[DefragPlan] = []
         free = int(state.free_gpus.sum())
@@ -264,7 +267,7 @@ class CheckpointDefrag:
         return plans
 
     # ---- drain reservations ------------------------------------------------------------------
-    def _update_reservations(self, state: ClusterState, pending: list[Job], now_s: float) -> None:
+    def _update_reservations(self, state: ClusterState, pending: Sequence[Job], now_s: float) -> None:
         res, cfg = self.reservations, self.cfg
         queued = {j.job_id for j in pending}
         for owner in list(res.nodes):

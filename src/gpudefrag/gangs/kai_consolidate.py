@@ -52,6 +52,7 @@ a job that a plan of this call moved or started is not a victim again in the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,9 +76,10 @@ from gpudefrag.gangs.kai_checks import (
     own_gpus,
     replay,
 )
-from gpudefrag.gangs.moves import DefragPlan, GangMove, RunningInfo
+from gpudefrag.gangs.moves import DefragPlan, GangMove
 from gpudefrag.model.cluster import ClusterState, PodPlacement
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import RunningInfo, Session
 
 __all__ = ["KaiConsolidate"]
 
@@ -172,13 +174,8 @@ class KaiConsolidate:
         self.refused_replays = 0
 
     # ---- the action ------------------------------------------------------------------------
-    def plan(
-        self,
-        state: ClusterState,
-        pending: list[Job],
-        running: dict[int, RunningInfo],
-        now_s: float,
-    ) -> list[DefragPlan]:
+    def plan(self, session: Session) -> list[DefragPlan]:
+        state, pending, running = session.state, session.pending, session.running
         if self.max_preemptees == 0:
             return []
         tree = self._trees.get(state.topology)
@@ -221,7 +218,7 @@ class KaiConsolidate:
 
     # ---- JobSolver ----------------------------------------------------------------------------
     def _eligible(
-        self, work: ClusterState, job: Job, running: dict[int, RunningInfo], touched: set[int]
+        self, work: ClusterState, job: Job, running: Mapping[int, RunningInfo], touched: set[int]
     ) -> list[int]:
         out = []
         for jid, j in work.jobs.items():
@@ -248,7 +245,7 @@ class KaiConsolidate:
         work: ClusterState,
         job: Job,
         pods: list[int],
-        running: dict[int, RunningInfo],
+        running: Mapping[int, RunningInfo],
         touched: set[int],
     ) -> DefragPlan | None:
         eligible = self._eligible(work, job, running, touched)

@@ -8,8 +8,8 @@ bind succeeds and every required topology constraint holds; otherwise it is refu
 counted.
 
 What a move costs is the simulator's business (GPUs x (work lost since the last checkpoint +
-restart time)); a defragmenter that prices moves gets the same numbers through
-:class:`RunningInfo`.
+restart time)); a defragmenter that prices moves gets the same numbers through the session's
+:class:`~gpudefrag.model.session.RunningInfo`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
+from gpudefrag.model.session import RunningInfo, Session
 
-__all__ = ["DefragPlan", "GangDefragmenter", "GangMove", "RunningInfo", "move_cost_gpu_s"]
+__all__ = ["DefragPlan", "GangDefragmenter", "GangMove", "move_cost_gpu_s"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +41,6 @@ class DefragPlan:
     nodes: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RunningInfo:
-    """What a cluster knows of a running job: start, checkpoint interval, last checkpoint."""
-
-    job_id: int
-    start_s: float
-    checkpoint_interval_s: float
-    last_checkpoint_s: float
-    do_not_disrupt: bool = False
-
-
 def move_cost_gpu_s(job: Job, info: RunningInfo, now_s: float, restart_s: float) -> float:
     """GPU-seconds a move wastes (:func:`~gpudefrag.model.migration.disruption_cost_gpu_s`: the
     job's GPUs x (work since its last checkpoint + restart))."""
@@ -59,8 +48,8 @@ def move_cost_gpu_s(job: Job, info: RunningInfo, now_s: float, restart_s: float)
 
 
 class GangDefragmenter(Protocol):
-    """Given the state, the pending jobs in queue order and the running jobs' info, return
-    plans to execute now, each on the state the earlier ones leave.
+    """Given a session (the time, the state, the pending jobs in queue order and the running
+    jobs' info), return plans to execute now, each on the state the earlier ones leave.
 
     A defragmenter that also reserves nodes (through the placement policy) exposes an integer
     ``rooms_version`` that changes whenever a reservation is made or released; the simulator
@@ -68,10 +57,4 @@ class GangDefragmenter(Protocol):
 
     name: str
 
-    def plan(
-        self,
-        state: ClusterState,
-        pending: list[Job],
-        running: dict[int, RunningInfo],
-        now_s: float,
-    ) -> list[DefragPlan]: ...
+    def plan(self, session: Session) -> list[DefragPlan]: ...

@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 
 from gpudefrag.gangs.invariants import check_job, check_state
 from gpudefrag.gangs.metrics import Meter, queue_room, snapshot
-from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter, RunningInfo
+from gpudefrag.gangs.moves import DefragPlan, GangDefragmenter
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.gangs.running import Running
 from gpudefrag.gangs.statements import plan_statement
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import RunningInfo, Session
 from gpudefrag.model.statement import StatementError
 from gpudefrag.model.topology import Topology
 from gpudefrag.sim.engine import EventQueue, run_events
@@ -294,7 +295,7 @@ class _Sim:
             return
         pending = [self.jobs[k[2]] for k in self.queue]
         c0 = time.perf_counter()
-        plans = self.defrag.plan(self.state, pending, self._running_info(), self.now)
+        plans = self.defrag.plan(Session(self.now, self.state, pending, self._running_info()))
         self.result.defrag_calls_s.append(time.perf_counter() - c0)
         for plan in plans:
             self._execute(plan)

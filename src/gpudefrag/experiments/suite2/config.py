@@ -14,24 +14,15 @@ Variants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gpudefrag.errors import ConfigError
-from gpudefrag.gangs.batch import BatchGangPlacer
-from gpudefrag.gangs.defrag import CheckpointDefrag, DefragConfig
-from gpudefrag.gangs.fgd_gang import FgdGang
-from gpudefrag.gangs.kai import KaiBinpack
-from gpudefrag.gangs.kai_consolidate import KaiConsolidate
-from gpudefrag.gangs.kueue_tas import KueueTAS
+from gpudefrag.gangs.defrag import DefragConfig
 from gpudefrag.gangs.moves import GangDefragmenter
-from gpudefrag.gangs.objective import Workload
-from gpudefrag.gangs.ours import GangAware
 from gpudefrag.gangs.policy import GangPolicy
-from gpudefrag.gangs.reserve import Reservations, ReservingPolicy
-from gpudefrag.gangs.slurm_tree import SlurmTree
-from gpudefrag.gangs.volcano import VolcanoBinpack
 from gpudefrag.model.jobs import Job
-from gpudefrag.profiles.schema import shipped
+from gpudefrag.profiles.jobs import job_actions
+from gpudefrag.profiles.schema import AllocateSettings, Profile, shipped
 
 __all__ = ["BASELINES", "OURS", "VARIANTS", "Suite2Config", "make_variant"]
 
@@ -58,34 +49,26 @@ class Suite2Config:
     """``ours+defrag``'s defragmenter: the shipped ``suite2`` profile's ``[defragment.gangs]``."""
 
 
+def variant_profile(name: str, cfg: Suite2Config) -> Profile:
+    """The profile variant ``name`` runs: a baseline's placer alone (``kai+consolidate``: with
+    KAI's Consolidate), ours alone or with CP-SAT batches, or the shipped ``suite2`` profile
+    with ``cfg.defrag`` as its gang defragmenter's settings (``ours+defrag``)."""
+    if name not in VARIANTS:
+        raise ConfigError(f"unknown suite 2 variant {name!r}; known: {', '.join(VARIANTS)}")
+    if name == "ours+defrag":
+        base = shipped("suite2")
+        return base.model_copy(
+            update={"defragment": base.defragment.model_copy(update={"gangs": cfg.defrag})}
+        )
+    if name == "kai+consolidate":
+        return Profile(name=name, actions=("allocate", "consolidate"), allocate=AllocateSettings(gangs="kai"))
+    return Profile(name=name, allocate=AllocateSettings.model_validate({"gangs": name}))
+
+
 def make_variant(
     name: str, jobs: list[Job], gpus_per_node: int, cfg: Suite2Config
 ) -> tuple[GangPolicy, GangDefragmenter | None]:
-    """The policy and defragmenter of variant ``name``; the workload's size mix (for FGD's
-    typical pods and our measure) comes from the run's own jobs."""
-    work = Workload.from_jobs(jobs)
-    if name == "volcano":
-        return VolcanoBinpack(), None
-    if name == "kueue":
-        return KueueTAS(), None
-    if name == "kai":
-        return KaiBinpack(), None
-    if name == "kai+consolidate":
-        return KaiBinpack(), KaiConsolidate()
-    if name == "slurm":
-        return SlurmTree(), None
-    if name == "fgd":
-        # FGD's typical pods are the workload's pods by popularity (share of the count)
-        counts: dict[int, float] = {}
-        for j in jobs:
-            counts[j.gpus] = counts.get(j.gpus, 0.0) + 1.0
-        return FgdGang({g: c / len(jobs) for g, c in sorted(counts.items())}), None
-    if name == "ours":
-        return GangAware(work), None
-    if name == "ours-batch":
-        return BatchGangPlacer(GangAware(work), VolcanoBinpack()), None
-    if name == "ours+defrag":
-        reservations = Reservations()
-        pol = ReservingPolicy(GangAware(work), reservations)
-        return pol, CheckpointDefrag(pol, replace(cfg.defrag, restart_s=cfg.restart_s), reservations)
-    raise ConfigError(f"unknown suite 2 variant {name!r}; known: {', '.join(VARIANTS)}")
+    """The policy and defragmenter of variant ``name`` (:func:`variant_profile`, built by
+    :func:`~gpudefrag.profiles.jobs.job_actions`); the workload's size mix (for FGD's typical
+    pods and our measure) comes from the run's own jobs."""
+    return job_actions(variant_profile(name, cfg), jobs, cfg.restart_s)

@@ -21,6 +21,7 @@ differences are paired by (window, seed).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gpudefrag.capacity.elastic_config import ElasticConfig
 from gpudefrag.capacity.failures import FailureConfig
@@ -79,6 +80,10 @@ class Suite3Config:
     set_name: str
     seeds: tuple[int, ...] = (1, 2)
     load: float = 1.0
+    placer: Literal["volcano", "kueue", "kai", "slurm", "fgd", "ours", "ours-batch"] = (
+        _PROFILE.allocate.gangs or "ours"
+    )
+    """Every variant's placer: the shipped ``suite3`` profile's ``allocate.gangs``."""
     variants: tuple[str, ...] = VARIANTS
     class_shares: tuple[float, float, float] = (0.2, 0.5, 0.3)
     leaf_nodes: int = 32

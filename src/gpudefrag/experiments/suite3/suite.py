@@ -7,7 +7,8 @@ constraint), each job gets a priority class drawn with the seed
 (:func:`~gpudefrag.capacity.classes.assign_classes`), and node failures are drawn with the same
 seed for the run's topology (:func:`~gpudefrag.capacity.failures.failure_events`), so every
 variant of a (window, seed) sees the same jobs and the same failures.  Placement is ours
-(:class:`~gpudefrag.gangs.ours.GangAware` on the run's job mix) in every variant.
+(``Suite3Config.placer``, ours by default: :class:`~gpudefrag.gangs.ours.GangAware` on the
+run's job mix) in every variant.
 
 The peak-sized cluster of the elastic study has, per window, as many nodes as the busiest hour
 of the measurement window offers GPUs (each job counted from its submission for its duration,
@@ -30,15 +31,15 @@ from tqdm import tqdm
 from gpudefrag.capacity.classes import assign_classes
 from gpudefrag.capacity.failures import failure_events
 from gpudefrag.capacity.spares import spare_nodes
-from gpudefrag.capacity.victims import CheckpointAwareVictims, KaiVictims, KubeDefaultVictims, VictimRule
+from gpudefrag.capacity.victims import VictimRule
 from gpudefrag.experiments.common.environment import record_executor
 from gpudefrag.experiments.common.executor import RunExecutor
 from gpudefrag.experiments.suite3.config import Suite3Config, variant
 from gpudefrag.experiments.suite3.summary import summarise3
-from gpudefrag.gangs.objective import Workload
-from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import superpod
+from gpudefrag.profiles.jobs import gang_placer, victim_rule
+from gpudefrag.profiles.schema import PreemptSettings
 from gpudefrag.sim.capacity_model import Sim3Config
 from gpudefrag.sim.capacity_sim import simulate3
 from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
@@ -71,15 +72,14 @@ def peak_nodes(jobs: list[Job], start_s: float, end_s: float, gpus_per_node: int
 
 
 def _victim_rule(name: str | None, cfg: Suite3Config) -> VictimRule | None:
+    """The variant's victim rule (:func:`~gpudefrag.profiles.jobs.victim_rule`) with the suite's
+    preemption settings (the shipped ``suite3`` profile's unless overridden)."""
     if name is None:
         return None
-    if name == "kube":
-        return KubeDefaultVictims()
-    if name == "kai":
-        return KaiVictims()
-    # the lowest class first: chosen on the tuning windows (a killed research job requeues and
-    # preempts best-effort work in turn, so a cheap research victim costs twice)
-    return CheckpointAwareVictims(lowest_class_first=True, wait_price=cfg.wait_price)
+    settings = PreemptSettings.model_validate(
+        {"victims": name, "checkpoint_wait_s": cfg.checkpoint_wait_s, "wait_price": cfg.wait_price}
+    )
+    return victim_rule(settings)
 
 
 def _seed(window: str, seed: int, salt: str) -> int:
@@ -111,7 +111,7 @@ def run_one(cfg: Suite3Config, window: str, seed: int, name: str) -> Run3:
         checkpoint_wait_s=cfg.checkpoint_wait_s,
     )
     spares = spare_nodes(topo, v.spare, cfg.spare_fraction)
-    policy = GangAware(Workload.from_jobs(jobs))
+    policy = gang_placer(cfg.placer, jobs)
     result = simulate3(topo, jobs, policy, sim_cfg, outages, spares, _victim_rule(v.victims, cfg))
     metrics = summarise3(result, gpn, cfg.serve_grace_s)
     metrics["outages"] = float(len(outages))
