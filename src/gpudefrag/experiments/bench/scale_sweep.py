@@ -27,6 +27,7 @@ import numpy as np
 from gpudefrag.experiments.bench.gang_scale import bench_gangs
 from gpudefrag.experiments.bench.scale import large_cluster, time_decisions
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.charts import save_png
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.pods import PodBatch
@@ -200,10 +201,4 @@ def write_chart(rows: list[SweepRow], path: Path) -> Path:
             "gang placement latency (ms)",
             "Gang placement latency (ours, required level) against cluster size",
         )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_png(fig, path)

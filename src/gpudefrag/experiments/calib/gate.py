@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from gpudefrag.experiments.calib.published import ALLOC_FILE, FRAG_FILE, published_curves
 from gpudefrag.experiments.calib.run import run_experiment
@@ -144,13 +143,7 @@ def run_calibration(
     if executor.local:
         warm_up()
     tasks = [(w, p, s) for w in workloads for p in policies for s in seeds]
-    results: dict[tuple[str, str, int], RunCheck] = {}
-    bar = tqdm(total=len(tasks), desc="calib", unit="run", disable=None if progress else True)
-    for task, check in executor.map(_check_one, tasks):
-        results[task] = check
-        bar.update()
-    bar.close()
-    return [results[t] for t in tasks]
+    return executor.run_all(_check_one, tasks, "calib", progress)
 
 
 def summarise(checks: list[RunCheck]) -> list[PolicySummary]:

@@ -93,6 +93,21 @@ class RunExecutor:
             return ((spec, fn(spec)) for spec in specs)
         return _map_pool(min(self.jobs, len(specs)), fn, specs)
 
+    def run_all(self, fn: Callable[[S], R], specs: Sequence[S], desc: str, progress: bool = True) -> list[R]:
+        """``fn(spec)`` for every spec (:meth:`map`; the specs are distinct objects), returned in
+        the order of ``specs``, with a progress bar named ``desc`` on a terminal (none when
+        ``progress`` is False)."""
+        from tqdm import tqdm
+
+        index = {id(spec): i for i, spec in enumerate(specs)}
+        out: list[R | None] = [None] * len(specs)
+        with tqdm(total=len(specs), desc=desc, unit="run", disable=None if progress else True) as bar:
+            for spec, result in self.map(fn, specs):
+                out[index[id(spec)]] = result
+                bar.update()
+        assert all(r is not None for r in out), "a run returned nothing"
+        return [r for r in out if r is not None]
+
     def close(self) -> None:
         """Drop the Dask connection (the cluster keeps running)."""
         if self._client is not None:

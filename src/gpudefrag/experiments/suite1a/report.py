@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.charts import save_png
 from gpudefrag.experiments.common.environment import environment_lines
 from gpudefrag.experiments.common.stats import mean_ci, paired
 from gpudefrag.experiments.suite1a.suite import CHECKPOINTS, Suite1aConfig, VariantRun, batch_rows
@@ -85,13 +86,7 @@ def write_chart(runs: list[VariantRun], path: Path) -> Path:
     right.set_ylabel("allocation minus FGD (pp, seed mean)")
     right.set_title("Paired difference to FGD")
     right.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_png(fig, path)
 
 
 def summary_markdown(runs: list[VariantRun], config: Suite1aConfig, wall_s: float) -> str:

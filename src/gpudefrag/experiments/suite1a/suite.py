@@ -11,7 +11,6 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from gpudefrag.batch.placer import BatchPlacer
 from gpudefrag.batch.solver_config import SolverConfig
@@ -106,13 +105,8 @@ def run_suite(
     tasks = [(v, s, config.workload, config.solver) for v in config.variants() for s in config.seeds]
     # Longest first (small batches are slowest) so the workers drain evenly.
     order = sorted(tasks, key=lambda t: (not t[0].startswith("solver"), t[0]))
-    out: dict[tuple[str, int], VariantRun] = {}
-    bar = tqdm(total=len(tasks), desc="suite 1a", unit="run", disable=None if progress else True)
-    for t, run in executor.map(_task, order):
-        out[(t[0], t[1])] = run
-        bar.update()
-    bar.close()
-    return [out[(t[0], t[1])] for t in tasks]
+    by_key = {(r.variant, r.seed): r for r in executor.run_all(_task, order, "suite 1a", progress)}
+    return [by_key[(t[0], t[1])] for t in tasks]
 
 
 def batch_rows(runs: list[VariantRun]) -> list[dict]:

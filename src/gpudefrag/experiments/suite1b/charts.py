@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpudefrag.experiments.common.charts import save_png
 from gpudefrag.experiments.suite1b.acceptance import CONTROL, paired_to_control, per_seed_differences
 from gpudefrag.experiments.suite1b.config import NUDGED_VARIANT
 from gpudefrag.experiments.suite1b.suite import Run1b, Suite1bConfig
@@ -95,12 +96,7 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
 
 def _save(fig, path: Path) -> Path:
     """Write ``fig`` to ``path`` through a temporary file (no half-written PNG) and close it."""
-    fig.tight_layout()
-    tmp = path.with_suffix(".part.png")
-    fig.savefig(tmp, dpi=110)
-    _pyplot().close(fig)
-    tmp.replace(path)
-    return path
+    return save_png(fig, path)
 
 
 def _variant_points(

@@ -9,7 +9,6 @@ Variants: ``fgd``, ``bestfit``, ``solver`` (CP-SAT batch placement), and ``+defr
 from __future__ import annotations
 
 import numpy as np
-from tqdm import tqdm
 
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.common.environment import record_executor
@@ -141,13 +140,8 @@ def run_suite(
     record_executor(executor.describe())
     if executor.local:
         trace_durations_s(config.workload)  # loaded once before the workers fork
-    out: list[Run1b] = []
-    bar = tqdm(total=len(todo), desc="suite 1b", unit="run", disable=None if progress else True)
     # Slow variants first so the workers drain evenly.
     todo.sort(key=lambda t: ("defrag" not in t[1], not t[1].startswith("solver")))
-    for _, run in executor.map(_task, todo):
-        out.append(run)
-        bar.update()
-    bar.close()
+    out = executor.run_all(_task, todo, "suite 1b", progress)
     out.sort(key=lambda r: (r.load, r.variant, r.restart_s, r.seed))
     return out

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.charts import save_png
 from gpudefrag.experiments.common.runs_csv import write_runs_csv
 from gpudefrag.experiments.common.stats import paired
 from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
@@ -300,13 +301,7 @@ def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path
         ax.set_xticks(np.arange(len(cfg.loads)) + 0.4 - width / 2, [f"{x:g}x" for x in cfg.loads])
         ax.set_title(f"{metric} (mean over {len(cfg.windows)} {cfg.set_name} windows)")
         ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-        fig.tight_layout()
-        path = folder / f"{metric}.png"
-        tmp = path.with_suffix(".tmp.png")
-        fig.savefig(tmp, dpi=100)
-        plt.close(fig)
-        tmp.replace(path)
-        out.append(path)
+        out.append(save_png(fig, folder / f"{metric}.png"))
     return out
 
 

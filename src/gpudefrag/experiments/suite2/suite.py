@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tqdm import tqdm
-
 from gpudefrag.errors import ConfigError
 from gpudefrag.experiments.common.environment import record_executor
 from gpudefrag.experiments.common.executor import RunExecutor
@@ -84,10 +82,4 @@ def run_suite(
     todo = tasks(cfg)
     executor = executor or RunExecutor(jobs)
     record_executor(executor.describe())
-    out: dict[tuple[str, float, str], Run2] = {}
-    bar = tqdm(total=len(todo), desc="suite 2", unit="run", disable=not progress)
-    for spec, run in executor.map(_run_task, [(cfg, *t) for t in todo]):
-        out[spec[1:]] = run
-        bar.update()
-    bar.close()
-    return [out[t] for t in todo]
+    return executor.run_all(_run_task, [(cfg, *t) for t in todo], "suite 2", progress)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
+from gpudefrag.experiments.common.charts import save_png
 from gpudefrag.experiments.common.runs_csv import write_runs_csv
 from gpudefrag.experiments.common.stats import paired
 from gpudefrag.experiments.suite3.config import STUDIES, Suite3Config, variant
@@ -262,13 +263,7 @@ def write_charts(runs: list[Run3], folder: Path) -> list[Path]:
         for ax in list(axes.flat)[len(metrics) :]:
             ax.axis("off")
         fig.suptitle(f"suite 3, {study} study (mean over window x seed pairs)")
-        fig.tight_layout()
-        path = folder / f"{study}.png"
-        tmp = path.with_suffix(".tmp.png")
-        fig.savefig(tmp, dpi=100)
-        plt.close(fig)
-        tmp.replace(path)
-        out.append(path)
+        out.append(save_png(fig, folder / f"{study}.png"))
     return out
 
 

@@ -26,7 +26,6 @@ import zlib
 from dataclasses import dataclass, replace
 
 import numpy as np
-from tqdm import tqdm
 
 from gpudefrag.capacity.classes import assign_classes
 from gpudefrag.capacity.failures import failure_events
@@ -133,10 +132,4 @@ def run_suite(
     todo = tasks(cfg)
     executor = executor or RunExecutor(jobs)
     record_executor(executor.describe())
-    out: dict[tuple[str, int, str], Run3] = {}
-    bar = tqdm(total=len(todo), desc="suite 3", unit="run", disable=not progress)
-    for spec, run in executor.map(_run_task, [(cfg, *t) for t in todo]):
-        out[spec[1:]] = run
-        bar.update()
-    bar.close()
-    return [out[t] for t in todo]
+    return executor.run_all(_run_task, [(cfg, *t) for t in todo], "suite 3", progress)
