@@ -287,3 +287,39 @@ def test_the_names_the_parser_knows_are_the_packages() -> None:
 
     assert set(POLICY_NAMES_CLI) == set(POLICY_NAMES) and len(POLICY_NAMES_CLI) == len(POLICY_NAMES)
     assert KNOWN_VARIANTS == SUITE1B_VARIANTS
+
+
+def test_plain_numbers_are_read_as_pydantic_reads_them() -> None:
+    """A flag reads plain numerals without pydantic (start-up time); on every numeric flag and
+    on numerals at, inside and just outside its bounds, it must give pydantic's answer."""
+    from pydantic import TypeAdapter, ValidationError
+
+    texts = ["0", "1", "-1", "+2", "007", "42", "0.5", ".5", "5.", "1e3", "-1e-3", "86400", "99999999999"]
+    compared = 0
+    for _words, action in options():
+        t = action.type
+        if not isinstance(t, Flag) or t.bounds.kind not in (int, float):
+            continue
+        b = t.bounds
+        edges = [v for v in (b.ge, b.gt, b.le, b.lt) if v is not None]
+        candidates = texts + [repr(e) for e in edges] + [repr(int(e)) for e in edges if float(e).is_integer()]
+        candidates += [repr(e + d) for e in edges for d in (-1e-9, 1e-9, -1, 1)]
+        for text in candidates:
+            try:
+                expected: object = TypeAdapter(t.annotation).validate_python(text)
+            except ValidationError:
+                expected = "rejected"
+            try:
+                got: object = t(text)
+            except argparse.ArgumentTypeError:
+                got = "rejected"
+            if b.optional and text.lower() == "none":
+                continue
+            assert got == expected and type(got) is type(expected), (
+                action.option_strings,
+                text,
+                got,
+                expected,
+            )
+            compared += 1
+    assert compared > 100

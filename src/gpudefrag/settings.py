@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import importlib
 import math
+import re
 import types
 import typing
 from functools import cache
@@ -145,18 +146,47 @@ class Flag:
         return self.bounds.rule()
 
     def __call__(self, text: str) -> Any:
-        from pydantic import ValidationError
-
         text = text.strip()
         bounds = self.bounds
         if bounds.optional and text.lower() == "none":
             return None
         if bounds.kind is float and text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
             raise argparse.ArgumentTypeError(f"must be {bounds.rule()}, got {text!r}")
+        plain = _plain_number(bounds, text)
+        if plain is not None:
+            return plain
+        from pydantic import ValidationError
+
         try:
             return _adapter(self.annotation).validate_python(text)
         except ValidationError:
             raise argparse.ArgumentTypeError(f"must be {bounds.rule()}, got {text!r}") from None
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _plain_number(bounds: Bounds, text: str) -> int | float | None:
+    """The value of a plain numeral (``42``, ``-3``, ``0.5``, ``1e3``) inside ``bounds``, read
+    without loading pydantic (a flag's check costs nothing at start-up); ``None`` for anything
+    else (another kind, another spelling, out of range), which pydantic then decides."""
+    number: int | float
+    if bounds.kind is int and _INTEGER.fullmatch(text):
+        number = int(text)
+    elif bounds.kind is float and _DECIMAL.fullmatch(text):
+        number = float(text)
+        if not math.isfinite(number):
+            return None
+    else:
+        return None
+    inside = (
+        (bounds.ge is None or number >= bounds.ge)
+        and (bounds.gt is None or number > bounds.gt)
+        and (bounds.le is None or number <= bounds.le)
+        and (bounds.lt is None or number < bounds.lt)
+    )
+    return number if inside else None
 
 
 def flag(owner: type | str, name: str) -> Flag:

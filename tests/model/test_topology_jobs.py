@@ -97,3 +97,11 @@ def test_bind_is_all_or_nothing() -> None:
     st.unbind_job(4)
     st.unbind_job(1)
     assert st.free_gpus.tolist() == [8, 8, 8] and st.used_gpus() == 0
+
+
+def test_bad_yaml_topology_is_an_input_error(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("levels: [rack\nnodes: 3\n")
+    with pytest.raises(InputError, match="not valid YAML") as e:
+        load_topology(f)
+    assert str(f) in str(e.value)

@@ -14,7 +14,6 @@ docstring for the format.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,16 +185,21 @@ def load_topology(path: str | Path) -> Topology:
         text = p.read_text()
     except OSError as e:
         raise InputError(p, f"cannot read: {e.strerror}") from None
+    if p.suffix not in (".toml", ".yaml", ".yml"):
+        raise InputError(p, "a topology file must end in .toml, .yaml or .yml")
     try:
         if p.suffix == ".toml":
+            import tomllib  # loaded for a topology file only, not at start-up
+
             data: Any = tomllib.loads(text)
-        elif p.suffix in (".yaml", ".yml"):
+        else:
             import yaml
 
-            data = yaml.safe_load(text)
-        else:
-            raise InputError(p, "a topology file must end in .toml, .yaml or .yml")
-    except (tomllib.TOMLDecodeError, ValueError) as e:
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as e:
+                raise ValueError(str(e)) from None
+    except ValueError as e:  # tomllib.TOMLDecodeError is one; YAML's errors are turned into one
         raise InputError(p, f"not valid {p.suffix[1:].upper()}: {e}") from None
     if not isinstance(data, dict):
         raise InputError(p, "expected a table with 'levels' and 'nodes'")
