@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpudefrag.cli import main
-from gpudefrag.experiments.suite2.config import Suite2Config
+from gpudefrag.experiments.suite2.config import Acceptance2, Suite2Config
 from gpudefrag.experiments.suite2.report import bars, best_placement_baseline, read_csv
 from gpudefrag.experiments.suite2.suite import run_one
 from gpudefrag.experiments.suite2.summary import summarise
@@ -108,6 +109,45 @@ def test_bars_pick_the_best_baseline_and_judge_it() -> None:
     runs += [run(w, "ours", 91.6 + i + 0.01 * i) for i, w in enumerate("abc")]
     assert best_placement_baseline(runs, cfg, 1.5) == "kai"
     first = bars(runs, cfg, 60.0)[0]
-    assert "kai" in first.text and first.met is True  # +0.61 pp, CI above 0
+    assert "kai" in first.check and first.met is True  # +0.61 pp, CI above 0
+    stricter = replace(cfg, acceptance=Acceptance2(placement_min_gain_pp=0.7))
+    assert bars(runs, stricter, 60.0)[0].met is False and ">= +0.7 pp" in bars(runs, stricter, 60.0)[0].check
     runs[-1] = run("c", "ours", 92.0)  # one window now loses to kai
     assert bars(runs, cfg, 60.0)[0].met is False
+
+
+def test_defrag_pass_time_and_wall_bars_read_their_thresholds() -> None:
+    from gpudefrag.experiments.suite2.suite import Run2
+
+    cfg = Suite2Config(
+        windows=("a", "b", "c"),
+        set_name="t",
+        loads=(1.5,),
+        variants=("volcano", "kai+consolidate", "ours+defrag"),
+    )
+
+    def run(w: str, v: str, alloc: float, pass_ms: float = 1.0) -> Run2:
+        m = {
+            "alloc_pct": alloc,
+            "goodput_pct": alloc,
+            "pass_p99_ms": pass_ms,
+            "wait_p95_s_32p_censored": 10.0,
+        }
+        return Run2(w, 1.5, v, 10, "", m)
+
+    # ours+defrag: +3.2, +3.4, +3.3 pp over volcano (mean +3.3); +0.9, +1.0, +0.8 pp over
+    # kai+consolidate (mean +0.9, short of +1)
+    runs = [run(w, "volcano", 90.0) for w in "abc"]
+    runs += [run(w, "kai+consolidate", 92.3 + 0.1 * i) for i, w in enumerate("abc")]
+    runs += [run(w, "ours+defrag", x, pass_ms=150.0) for w, x in zip("abc", (93.2, 93.4, 93.3))]
+    found = {c.check: c.met for c in bars(runs, cfg, 4000.0)}
+    assert found["ours+defrag - volcano at 1.5x >= +3 pp, CI above 0"] is True
+    assert found["ours+defrag - kai+consolidate at 1.5x >= +1 pp, CI above 0"] is False
+    assert found["ours+defrag net of migration waste - volcano at 1.5x >= +2 pp"] is True
+    assert found["decision p99 <= 100 ms per batch (scheduling pass), ours"] is False
+    assert found["whole suite <= 60 min on 2 cores"] is False
+    loose = Acceptance2(defrag_min_gain_vs_volcano_pp=3.5, pass_p99_max_ms=200.0, wall_max_s=4200.0)
+    found = {c.check: c.met for c in bars(runs, replace(cfg, acceptance=loose), 4000.0)}
+    assert found["ours+defrag - volcano at 1.5x >= +3.5 pp, CI above 0"] is False
+    assert found["decision p99 <= 200 ms per batch (scheduling pass), ours"] is True
+    assert found["whole suite <= 70 min on 2 cores"] is True

@@ -4,12 +4,13 @@ end on the smallest tuning window."""
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 import pytest
 
 from conftest import needs_mirror
 from gpudefrag.cli import main
-from gpudefrag.experiments.suite3.config import Suite3Config
+from gpudefrag.experiments.suite3.config import Acceptance3, Suite3Config
 from gpudefrag.experiments.suite3.report import bars, write_report
 from gpudefrag.experiments.suite3.suite import Run3
 
@@ -26,7 +27,7 @@ def _runs(metric_by_variant: dict[str, list[dict[str, float]]]) -> list[Run3]:
 
 
 def _bar(runs: list[Run3], prefix: str, wall_s: float = 60.0):
-    (b,) = [b for b in bars(runs, CFG, wall_s) if b.name.startswith(prefix)]
+    (b,) = [b for b in bars(runs, CFG, wall_s) if b.check.startswith(prefix)]
     return b
 
 
@@ -63,7 +64,7 @@ def test_spare_bar_judges_the_named_pooled_variant_not_the_best_one():
     ]
     runs = _runs({"dedicated": dedicated, "pooled-cluster": cluster, "pooled-leaf": leaf})
     b = _bar(runs, "pooled reserve")
-    assert b.met and b.detail.startswith("pooled-cluster: +6.50 pp")
+    assert b.met and b.measured.startswith("pooled-cluster: +6.50 pp")
     slow = [dict(cluster[0], restart_gang_p95_s=301.0), cluster[1]]
     assert not _bar(_runs({"dedicated": dedicated, "pooled-cluster": slow}), "pooled reserve").met
     # restarts are compared on the pairs where both had a failed gang: a slow restart in a pair
@@ -71,10 +72,10 @@ def test_spare_bar_judges_the_named_pooled_variant_not_the_best_one():
     unpaired = [dict(dedicated[0], restart_gang_p95_s=float("nan")), dedicated[1]]
     slow_there = [dict(cluster[0], restart_gang_p95_s=5000.0), cluster[1]]
     b = _bar(_runs({"dedicated": unpaired, "pooled-cluster": slow_there}), "pooled reserve")
-    assert b.met and "restart 300 s vs 300 s" in b.detail
+    assert b.met and "restart 300 s vs 300 s" in b.measured
     # the leaf pool alone is not judged at all
     assert not [
-        b for b in bars(_runs({"dedicated": dedicated, "pooled-leaf": leaf}), CFG, 1.0) if "pooled" in b.name
+        b for b in bars(_runs({"dedicated": dedicated, "pooled-leaf": leaf}), CFG, 1.0) if "pooled" in b.check
     ]
 
 
@@ -83,8 +84,8 @@ def test_elastic_bar_needs_fewer_node_hours_and_no_more_jobs_unserved():
     # -400 and -450 node-hours: mean -425, two pairs (t = 12.7, half-width 12.7 x 25 = 318)
     elastic = [{"node_hours": 600.0, "unserved_at_end": 1.0}, {"node_hours": 1550.0, "unserved_at_end": 0.0}]
     b = _bar(_runs({"fixed-peak": fixed, "elastic": elastic}), "elastic mode")
-    assert b.met and "-425 node-hours per run [-743, -107]" in b.detail
-    assert "unserved at end 0.50 vs 0.50 per run" in b.detail
+    assert b.met and "-425 node-hours per run [-743, -107]" in b.measured
+    assert "unserved at end 0.50 vs 0.50 per run" in b.measured
     more_unserved = [elastic[0], dict(elastic[1], unserved_at_end=1.0)]  # 1.0 vs 0.5 per run
     assert not _bar(_runs({"fixed-peak": fixed, "elastic": more_unserved}), "elastic mode").met
     # jobs pending only because they came within the grace are not what the bar judges
@@ -94,6 +95,21 @@ def test_elastic_bar_needs_fewer_node_hours_and_no_more_jobs_unserved():
 
 def test_time_bar_is_45_minutes():
     assert _bar([], "the suite", 45 * 60.0).met and not _bar([], "the suite", 45 * 60.0 + 1).met
+
+
+def test_thresholds_are_the_configs_data():
+    """The same runs meet or miss a bar as ``cfg.acceptance`` says, and the bar names it."""
+    kube = [{"lost_preemption_gpu_h": 100.0, "wait_p95_s_production": 100.0}] * 2
+    ours = [{"lost_preemption_gpu_h": 75.0, "wait_p95_s_production": 110.0}] * 2  # 25 % fewer, +10 %
+    runs = _runs({"kube": kube, "ours": ours})
+    (default,) = [b for b in bars(runs, CFG, 1.0) if b.check.startswith("checkpoint-aware")]
+    assert default.met is False and ">= 30 % fewer" in default.check and "within 5 %" in default.check
+    lenient = replace(CFG, acceptance=Acceptance3(preemption_min_cut=0.25, production_wait_max_ratio=1.10))
+    (b,) = [b for b in bars(runs, lenient, 1.0) if b.check.startswith("checkpoint-aware")]
+    assert b.met is True and ">= 25 % fewer" in b.check and "within 10 %" in b.check
+    quick = replace(CFG, acceptance=Acceptance3(wall_max_s=600.0))
+    (t,) = [b for b in bars([], quick, 601.0) if b.check.startswith("the suite")]
+    assert t.met is False and "within 10 minutes" in t.check
 
 
 def test_report_writes_markdown_csv_and_a_chart_per_study(tmp_path):

@@ -22,24 +22,13 @@ A check whose variants or load were not run is reported as not run (``met`` is `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gpudefrag.experiments.common.checks import Check, checks_table
 from gpudefrag.experiments.common.stats import Paired, paired
 from gpudefrag.experiments.suite1b.config import DEFRAG_VARIANTS, Suite1bConfig
 from gpudefrag.experiments.suite1b.runs import Run1b, select_runs
 
 CONTROL = "fgd"
 SOLVER = "solver"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One acceptance check: what it asks, whether the runs meet it (``None``: not run), and
-    the figures measured."""
-
-    check: str
-    met: bool | None
-    measured: str
 
 
 def _matched(
@@ -198,12 +187,4 @@ def acceptance_checks(runs: list[Run1b], config: Suite1bConfig) -> list[Check]:
 
 def markdown_lines(runs: list[Run1b], config: Suite1bConfig) -> list[str]:
     """The acceptance checks as a Markdown table (a verdict on the held-out seeds only)."""
-    label = {True: "met", False: "**missed**", None: "not run"}
-    lines = [
-        "## Acceptance checks",
-        "",
-        "| check | verdict | measured (paired difference to FGD) |",
-        "|---|---|---|",
-    ]
-    lines += [f"| {c.check} | {label[c.met]} | {c.measured} |" for c in acceptance_checks(runs, config)]
-    return lines + [""]
+    return checks_table(acceptance_checks(runs, config), measured="measured (paired difference to FGD)")

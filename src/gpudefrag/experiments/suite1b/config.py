@@ -14,6 +14,7 @@ from annotated_types import Interval
 from gpudefrag.batch.solver_config import SolverConfig
 from gpudefrag.defrag.planner_config import PlannerConfig
 from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.common.checks import PercentPoints
 from gpudefrag.experiments.common.inputs import DEFAULT_WORKLOAD
 from gpudefrag.model.migration import MigrationModel
 from gpudefrag.profiles.schema import DefragmentSettings, shipped
@@ -71,10 +72,6 @@ def seed_set_name(seeds: tuple[int, ...] | list[int]) -> str | None:
     """The name of the seed set ``seeds`` are exactly (in any order), or ``None``."""
     wanted = sorted(seeds)
     return next((name for name, members in SEED_SETS.items() if sorted(members) == wanted), None)
-
-
-PercentPoints = Annotated[float, Interval(ge=-100, le=100)]
-"""A threshold on a difference of percentages."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,12 @@ Variants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from annotated_types import Interval
 
 from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.common.checks import PercentPoints
 from gpudefrag.gangs.defrag import DefragConfig
 from gpudefrag.gangs.moves import GangDefragmenter
 from gpudefrag.gangs.policy import GangPolicy
@@ -24,13 +28,33 @@ from gpudefrag.model.jobs import Job
 from gpudefrag.profiles.jobs import job_actions
 from gpudefrag.profiles.schema import AllocateSettings, Profile, shipped
 
-__all__ = ["BASELINES", "OURS", "VARIANTS", "Suite2Config", "make_variant"]
+__all__ = ["BASELINES", "OURS", "VARIANTS", "Acceptance2", "Suite2Config", "make_variant"]
 
 BASELINES = ("volcano", "kueue", "kai", "kai+consolidate", "slurm", "fgd")
 OURS = ("ours", "ours-batch", "ours+defrag")
 VARIANTS = BASELINES + OURS
 #: Baselines that place only (no moves): "the best baseline" of the placement bar is among these.
 PLACEMENT_BASELINES = ("volcano", "kueue", "kai", "slurm", "fgd")
+
+
+@dataclass(frozen=True)
+class Acceptance2:
+    """The thresholds suite 2's runs are checked against (the bars of docs/suite2.md; pp: percentage points
+    of GPU allocation, differences paired by window)."""
+
+    # ours - the best placement-only baseline, at loads above 1.0 (and the paired CI above 0)
+    placement_min_gain_pp: PercentPoints = 0.5
+    # ours - the best placement-only baseline, at load 1.0 and below: no worse than this
+    placement_floor_pp: PercentPoints = -0.1
+    # ours+defrag - volcano and - kai+consolidate at the highest load (and the paired CI above 0)
+    defrag_min_gain_vs_volcano_pp: PercentPoints = 3.0
+    defrag_min_gain_vs_consolidate_pp: PercentPoints = 1.0
+    # ours+defrag - volcano at the highest load, net of migration waste (goodput_pct)
+    defrag_min_net_gain_vs_volcano_pp: PercentPoints = 2.0
+    # the worst run's p99 time of one scheduling pass of ours
+    pass_p99_max_ms: Annotated[float, Interval(gt=0)] = 100.0
+    # the whole suite's wall time on 2 cores
+    wall_max_s: Annotated[float, Interval(gt=0)] = 3600.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +71,7 @@ class Suite2Config:
     defrag_tick_s: float = 60.0
     defrag: DefragConfig = field(default_factory=lambda: shipped("suite2").defragment.gangs)
     """``ours+defrag``'s defragmenter: the shipped ``suite2`` profile's ``[defragment.gangs]``."""
+    acceptance: Acceptance2 = field(default_factory=Acceptance2)
 
 
 def variant_profile(name: str, cfg: Suite2Config) -> Profile:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
 from gpudefrag.experiments.common.charts import save_png
+from gpudefrag.experiments.common.checks import Check, checks_table
 from gpudefrag.experiments.common.runs_csv import write_runs_csv
-from gpudefrag.experiments.common.stats import paired
+from gpudefrag.experiments.common.stats import Paired, paired
 from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
 from gpudefrag.experiments.suite2.suite import Run2
 
-__all__ = ["Bar", "bars", "markdown", "write_report"]
+__all__ = ["bars", "markdown", "write_report"]
 
 TABLE_METRICS = (
     ("alloc_pct", "alloc %", 2),
@@ -82,13 +82,6 @@ def _mean(x: np.ndarray) -> float:
     return float(ok.mean()) if ok.size else math.nan
 
 
-@dataclass(frozen=True)
-class Bar:
-    text: str
-    measured: str
-    met: bool | None  # None: could not be evaluated (variant missing)
-
-
 def _diff(
     runs: list[Run2], cfg: Suite2Config, load: float, a: str, b: str, metric: str, mb: str | None = None
 ):
@@ -111,41 +104,52 @@ def _reachable(runs: list[Run2], cfg: Suite2Config, load: float, ref: str) -> st
     return f"; {ref} left {r:.2f} pp reachable idle" if math.isfinite(r) else ""
 
 
-def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Bar]:
-    out: list[Bar] = []
+def _ci(p: Paired) -> str:
+    return f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp"
+
+
+def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Check]:
+    """The suite's acceptance checks on ``runs``, thresholds from ``cfg.acceptance``; a check
+    whose variants did not run is left out."""
+    limits = cfg.acceptance
+    out: list[Check] = []
     v = set(cfg.variants)
     for load in cfg.loads:
         best = best_placement_baseline(runs, cfg, load)
         if "ours" in v and best:
             p = _diff(runs, cfg, load, "ours", best, "alloc_pct")
             if load > 1.0:
-                met = p.diff.mean >= 0.5 and p.diff.low > 0
-                text = f"ours - best baseline ({best}) at {load}x >= +0.5 pp, CI above 0"
+                need = limits.placement_min_gain_pp
+                met = p.diff.mean >= need and p.diff.low > 0
+                text = f"ours - best baseline ({best}) at {load}x >= {need:+g} pp, CI above 0"
             else:
-                met = p.diff.mean >= -0.1
-                text = f"ours - best baseline ({best}) at {load}x >= -0.1 pp"
-            measured = f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp"
-            out.append(Bar(text, measured + _reachable(runs, cfg, load, best), met))
+                need = limits.placement_floor_pp
+                met = p.diff.mean >= need
+                text = f"ours - best baseline ({best}) at {load}x >= {need:+g} pp"
+            out.append(Check(text, met, _ci(p) + _reachable(runs, cfg, load, best)))
     top = max(cfg.loads)
     if "ours+defrag" in v:
-        for base, need in (("volcano", 3.0), ("kai+consolidate", 1.0)):
+        for base, need in (
+            ("volcano", limits.defrag_min_gain_vs_volcano_pp),
+            ("kai+consolidate", limits.defrag_min_gain_vs_consolidate_pp),
+        ):
             if base in v:
                 p = _diff(runs, cfg, top, "ours+defrag", base, "alloc_pct")
                 out.append(
-                    Bar(
-                        f"ours+defrag - {base} at {top}x >= +{need:g} pp, CI above 0",
-                        f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp"
-                        + _reachable(runs, cfg, top, base),
+                    Check(
+                        f"ours+defrag - {base} at {top}x >= {need:+g} pp, CI above 0",
                         p.diff.mean >= need and p.diff.low > 0,
+                        _ci(p) + _reachable(runs, cfg, top, base),
                     )
                 )
         if "volcano" in v:
+            need = limits.defrag_min_net_gain_vs_volcano_pp
             p = _diff(runs, cfg, top, "ours+defrag", "volcano", "goodput_pct")
             out.append(
-                Bar(
-                    f"ours+defrag net of migration waste - volcano at {top}x >= +2 pp",
-                    f"{p.diff.mean:+.2f} [{p.diff.low:+.2f}, {p.diff.high:+.2f}] pp",
-                    p.diff.mean >= 2.0,
+                Check(
+                    f"ours+defrag net of migration waste - volcano at {top}x >= {need:+g} pp",
+                    p.diff.mean >= need,
+                    _ci(p),
                 )
             )
         bases = [b for b in BASELINES if b in v]
@@ -156,24 +160,28 @@ def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Bar]:
             best_b = min(p95, key=lambda b: p95[b])
             ours = _mean(_values(runs, top, "ours+defrag", metric, cfg.windows))
             out.append(
-                Bar(
+                Check(
                     f"p95 wait of 32+ GPU gangs (pending ones until the window's end), ours+defrag <= best "
                     f"baseline ({best_b}) at {top}x",
-                    f"{ours:,.0f} s vs {p95[best_b]:,.0f} s",
                     ours <= p95[best_b],
+                    f"{ours:,.0f} s vs {p95[best_b]:,.0f} s",
                 )
             )
     ours_runs = [r for r in runs if r.variant.startswith("ours")]
     if ours_runs:
         worst = max(r.metrics["pass_p99_ms"] for r in ours_runs)
+        cap = limits.pass_p99_max_ms
         out.append(
-            Bar(
-                "decision p99 <= 100 ms per batch (scheduling pass), ours",
+            Check(
+                f"decision p99 <= {cap:g} ms per batch (scheduling pass), ours",
+                worst <= cap,
                 f"{worst:.2f} ms (worst run)",
-                worst <= 100,
             )
         )
-    out.append(Bar("whole suite <= 60 min on 2 cores", f"{wall_s / 60:.1f} min", wall_s <= 3600))
+    cap_s = limits.wall_max_s
+    out.append(
+        Check(f"whole suite <= {cap_s / 60:g} min on 2 cores", wall_s <= cap_s, f"{wall_s / 60:.1f} min")
+    )
     return out
 
 
@@ -246,14 +254,8 @@ def markdown(runs: list[Run2], cfg: Suite2Config, wall_s: float, nodes: dict[str
         f"{cfg.restart_s:g} s.  Means over {len(cfg.windows)} windows; paired differences with 95 % CIs "
         f"(wins/losses by window).  Wall time {wall_s / 60:.1f} min.",
         "",
-        "## Bars",
-        "",
-        "| bar | measured | met |",
-        "|---|---|---|",
     ]
-    for b in bars(runs, cfg, wall_s):
-        met = "n/a" if b.met is None else ("yes" if b.met else "**no**")
-        lines.append(f"| {b.text} | {b.measured} | {met} |")
+    lines += checks_table(bars(runs, cfg, wall_s), heading="## Bars")
     for load in cfg.loads:
         lines += [
             "",

@@ -11,7 +11,7 @@
 * **Elastic** (failures at the Llama 3 rate, victims ``ours``): ``fixed-peak`` (a fixed cluster
   sized for the window's peak hour, always on) and ``elastic`` (the same node pool plus
   ``burst_fraction`` of it as standby nodes, powered on and off,
-  :class:`~gpudefrag.sim.capacity_sim.ElasticConfig`).  Reference: ``fixed-peak``.
+  :class:`~gpudefrag.capacity.elastic_config.ElasticConfig`).  Reference: ``fixed-peak``.
 
 The preemption and spare studies run on the window's cluster sized for load 1.0 (suite 2's
 sizing); every variant of a (window, seed) sees the same jobs, classes and failure times, so
@@ -21,14 +21,17 @@ differences are paired by (window, seed).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
+
+from annotated_types import Interval
 
 from gpudefrag.capacity.elastic_config import ElasticConfig
 from gpudefrag.capacity.failures import FailureConfig
 from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.common.checks import PercentPoints
 from gpudefrag.profiles.schema import shipped
 
-__all__ = ["STUDIES", "VARIANTS", "Suite3Config", "Variant3", "variant"]
+__all__ = ["STUDIES", "VARIANTS", "Acceptance3", "Suite3Config", "Variant3", "variant"]
 
 _PROFILE = shipped("suite3")
 """The suite's tuned settings of its actions (preempt, elastic): the shipped ``suite3`` profile."""
@@ -73,6 +76,20 @@ def variant(name: str) -> Variant3:
 
 
 @dataclass(frozen=True)
+class Acceptance3:
+    """The thresholds suite 3's runs are checked against (docs/suite3.md's bars)."""
+
+    # ours loses at least this share fewer GPU-hours to preemption than kube (totals over runs)
+    preemption_min_cut: Annotated[float, Interval(ge=0, le=1)] = 0.30
+    # ... while the production class's p95 wait is at most this multiple of kube's
+    production_wait_max_ratio: Annotated[float, Interval(ge=1, le=10)] = 1.05
+    # the pooled reserve's least mean goodput gain over the dedicated reserve (CI above 0)
+    spares_min_gain_pp: PercentPoints = 5.0
+    # the whole suite's wall time on 2 cores
+    wall_max_s: Annotated[float, Interval(gt=0)] = 45 * 60.0
+
+
+@dataclass(frozen=True)
 class Suite3Config:
     """The suite's settings; ``seeds`` seed the failure times and the priority classes."""
 
@@ -100,6 +117,7 @@ class Suite3Config:
     burst_fraction: float = 0.25
     """Standby nodes of the elastic variant beyond its peak-sized pool, as a share of it (chosen
     on the tuning windows: docs/suite3.md, "burst_fraction")."""
+    acceptance: Acceptance3 = field(default_factory=Acceptance3)
 
     checkpoint_wait_s: float = _PROFILE.preempt.checkpoint_wait_s
     """How long a blocked research job may wait for its preemption victims' next checkpoints

@@ -1,39 +1,41 @@
 """Suite 3's report: per study, every variant paired to the study's reference by (window, seed)
 with 95 % CIs (Student t over the pairs), the issue's bars, a chart per study and ``runs.csv``.
 
-The bars (issue 19), each computed on the runs of this report only:
+The bars (docs/suite3.md), each computed on the runs of this report only, their thresholds the
+fields of :class:`~gpudefrag.experiments.suite3.config.Acceptance3` (defaults in brackets):
 
-* preemption: ``ours`` loses at least 30 % fewer GPU-hours to preemption (work thrown away
-  plus the victims' restarts) than ``kube`` (total over the runs; the paired CI of the per-run difference is shown) while the production class's
-  p95 wait (mean over runs) stays within 5 % of ``kube``'s;
+* preemption: ``ours`` loses at least ``preemption_min_cut`` (30 %) fewer GPU-hours to
+  preemption (work thrown away plus the victims' restarts) than ``kube`` (total over the runs;
+  the paired CI of the per-run difference is shown) while the production class's p95 wait (mean
+  over runs) stays within ``production_wait_max_ratio`` (1.05) of ``kube``'s;
 * spares: the pooled variant named by :attr:`Suite3Config.pooled_variant` (chosen on the tuning
-  windows, never by the runs being judged) reaches at least +5 pp goodput over ``dedicated``
-  with the CI above 0, and its p95 restart time of failed gangs (mean over the (window, seed)
-  pairs where both variants had one) is no worse than ``dedicated``'s;
+  windows, never by the runs being judged) reaches at least ``spares_min_gain_pp`` (+5 pp)
+  goodput over ``dedicated`` with the CI above 0, and its p95 restart time of failed gangs (mean
+  over the (window, seed) pairs where both variants had one) is no worse than ``dedicated``'s;
 * elastic: ``elastic`` serves the jobs with fewer node-hours than ``fixed-peak`` (mean paired
   difference and CI below 0), with as many or fewer jobs unserved at the end (never started
   although submitted at least a tick plus the provisioning delay before the end; this test
   replaced "pending at the end" after the confirmation windows had been run, see
   ``docs/suite3.md``);
-* time: the whole suite within 45 minutes.
+* time: the whole suite within ``wall_max_s`` (45 minutes).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpudefrag.experiments.common.atomic import atomic_write
 from gpudefrag.experiments.common.charts import save_png
+from gpudefrag.experiments.common.checks import Check, checks_table
 from gpudefrag.experiments.common.runs_csv import write_runs_csv
 from gpudefrag.experiments.common.stats import paired
 from gpudefrag.experiments.suite3.config import STUDIES, Suite3Config, variant
 from gpudefrag.experiments.suite3.suite import Run3
 
-__all__ = ["Bar3", "bars", "markdown", "write_report"]
+__all__ = ["bars", "markdown", "write_report"]
 
 STUDY_METRICS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "preemption": (
@@ -104,17 +106,11 @@ def _fmt(x: float, digits: int) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:,.{digits}f}"
 
 
-@dataclass(frozen=True)
-class Bar3:
-    name: str
-    met: bool
-    detail: str
-
-
-def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
-    """The module docstring's bars, for the variants that ran."""
+def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Check]:
+    """The module docstring's bars, thresholds from ``cfg.acceptance``, for the variants that ran."""
+    limits = cfg.acceptance
     ran = {r.variant for r in runs}
-    out: list[Bar3] = []
+    out: list[Check] = []
     if {"ours", "kube"} <= ran:
         ours, kube = (
             values(runs, "ours", "lost_preemption_gpu_h"),
@@ -126,11 +122,12 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         wo, wk = _common_means(
             values(runs, "ours", "wait_p95_s_production"), values(runs, "kube", "wait_p95_s_production")
         )
-        wait_ok = wo <= 1.05 * wk
+        wait_ok = wo <= limits.production_wait_max_ratio * wk
         out.append(
-            Bar3(
-                "checkpoint-aware preemption loses >= 30 % fewer GPU-h than kube default, production p95 wait within 5 %",
-                bool(cut >= 0.30 and wait_ok),
+            Check(
+                f"checkpoint-aware preemption loses >= {100 * limits.preemption_min_cut:g} % fewer GPU-h than kube "
+                f"default, production p95 wait within {100 * (limits.production_wait_max_ratio - 1):g} %",
+                bool(cut >= limits.preemption_min_cut and wait_ok),
                 f"GPU-h lost to preemption {total_o:,.1f} vs {total_k:,.1f} ({100 * cut:+.1f} % fewer; per run "
                 f"{d.mean:+.2f} [{d.low:+.2f}, {d.high:+.2f}]); production p95 wait {wo:,.0f} s vs {wk:,.0f} s",
             )
@@ -143,10 +140,10 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         )
         restart_ok = not math.isfinite(rb) or rb <= rd  # NaN: no (window, seed) had a failed gang in both
         out.append(
-            Bar3(
-                "pooled reserve + best-effort backfill >= +5 pp goodput over the dedicated 11 % reserve, "
-                "failed-gang p95 restart no worse",
-                bool(d.mean >= 5.0 and d.low > 0 and restart_ok),
+            Check(
+                f"pooled reserve + best-effort backfill >= {limits.spares_min_gain_pp:+g} pp goodput over the "
+                f"dedicated {100 * cfg.spare_fraction:g} % reserve, failed-gang p95 restart no worse",
+                bool(d.mean >= limits.spares_min_gain_pp and d.low > 0 and restart_ok),
                 f"{best}: {d.mean:+.2f} pp [{d.low:+.2f}, {d.high:+.2f}]; failed-gang p95 restart "
                 f"{_fmt(rb, 0)} s vs {_fmt(rd, 0)} s",
             )
@@ -157,14 +154,17 @@ def bars(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> list[Bar3]:
         uf = _nanmean(values(runs, "fixed-peak", "unserved_at_end"))
         fixed = _nanmean(values(runs, "fixed-peak", "node_hours"))
         out.append(
-            Bar3(
+            Check(
                 "elastic mode serves the same jobs with fewer node-hours than a fixed cluster sized for the peak",
                 bool(d.high < 0 and ue <= uf),
                 f"{d.mean:+,.0f} node-hours per run [{d.low:+,.0f}, {d.high:+,.0f}] of {fixed:,.0f} "
                 f"({100 * d.mean / fixed:+.1f} %); unserved at end {ue:.2f} vs {uf:.2f} per run",
             )
         )
-    out.append(Bar3("the suite within 45 minutes on 2 cores", wall_s <= 45 * 60, f"{wall_s:,.0f} s"))
+    cap_s = limits.wall_max_s
+    out.append(
+        Check(f"the suite within {cap_s / 60:g} minutes on 2 cores", wall_s <= cap_s, f"{wall_s:,.0f} s")
+    )
     return out
 
 
@@ -221,13 +221,8 @@ def markdown(runs: list[Run3], cfg: Suite3Config, wall_s: float) -> str:
         + f"; elastic mode may power on {100 * cfg.burst_fraction:g} % more (standby nodes, "
         "off at the start; capacity shares count the peak nodes only).",
         "",
-        "## Bars",
-        "",
-        "| bar | met | figures |",
-        "|---|---|---|",
     ]
-    for b in bars(runs, cfg, wall_s):
-        lines.append(f"| {b.name} | {'yes' if b.met else '**no**'} | {b.detail} |")
+    lines += checks_table(bars(runs, cfg, wall_s), heading="## Bars", measured="figures")
     lines += ["", "## Studies", ""]
     for study in STUDIES:
         lines += _study_table(runs, study)
