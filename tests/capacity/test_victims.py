@@ -15,7 +15,6 @@ from gpudefrag.capacity.victims import (
     CheckpointAwareVictims,
     KaiVictims,
     KubeDefaultVictims,
-    RunningJob,
     VictimPlan,
     VictimRule,
     kai_victim_order,
@@ -27,6 +26,7 @@ from gpudefrag.gangs.objective import Workload
 from gpudefrag.gangs.ours import GangAware
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import Constraint, Job
+from gpudefrag.model.session import RunningInfo, Session
 from gpudefrag.model.topology import superpod
 
 NOW = 10 * 3600.0
@@ -45,7 +45,7 @@ class Cluster:
 
     def __init__(self, nodes: int, leaf_nodes: int) -> None:
         self.state = ClusterState.for_topology(superpod(nodes, leaf_nodes))
-        self.running: dict[int, RunningJob] = {}
+        self.running: dict[int, RunningInfo] = {}
 
     def run(
         self,
@@ -57,7 +57,7 @@ class Cluster:
         next_ckpt_s: float = float("inf"),
     ) -> None:
         self.state.bind_job(job, nodes)
-        self.running[job.job_id] = RunningJob(job, start_s, ckpt_s, preemptible, next_ckpt_s)
+        self.running[job.job_id] = RunningInfo(job, start_s, ckpt_s, next_ckpt_s, preemptible)
 
     def placer(self, extra: Job) -> GangAware:
         return GangAware(Workload.from_jobs([*self.state.jobs.values(), extra]))
@@ -65,7 +65,7 @@ class Cluster:
     def choose(self, rule: VictimRule, job: Job, may_wait_s: float = 0.0) -> VictimPlan | None:
         placer = self.placer(job)
         assert placer.place(self.state, job) is None, "the preemptor must be blocked"
-        plan = rule.choose(self.state, job, self.running, placer, NOW, RESTART, may_wait_s)
+        plan = rule.choose(Session(NOW, self.state, (), self.running), job, placer, RESTART, may_wait_s)
         if plan is not None:
             assert validate_plan(self.state, job, plan) is None
         return plan
@@ -387,7 +387,7 @@ def test_random_plans_validate_and_ours_is_cheapest_for_single_pods():
             continue  # not blocked: no preemption asked
         plans: dict[str, VictimPlan | None] = {}
         for rule in (KubeDefaultVictims(seed=3), KaiVictims(), CheckpointAwareVictims()):
-            plan = rule.choose(c.state, job, c.running, placer, NOW, RESTART)
+            plan = rule.choose(Session(NOW, c.state, (), c.running), job, placer, RESTART)
             plans[rule.name] = plan
             if plan is None:
                 continue

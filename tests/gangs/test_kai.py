@@ -37,7 +37,7 @@ def _leaves4() -> Topology:
 
 
 def _running(s: ClusterState, **flags: bool) -> dict[int, RunningInfo]:
-    return {j: RunningInfo(j, 0.0, 600.0, 0.0, **flags) for j in s.placements}
+    return {j: RunningInfo(s.jobs[j], 0.0, 0.0, 600.0, **flags) for j in s.placements}
 
 
 def _replay(state: ClusterState, plan: DefragPlan, job: Job) -> ClusterState:
@@ -176,8 +176,8 @@ def test_consolidate_moves_a_gang_whole():
     s.bind_job(_job(2, 4, t=1.0), [2])
     s.bind_job(_job(3, 4, t=2.0), [3])
     running = _running(s)
-    running[2] = RunningInfo(2, 0.0, 600.0, 0.0, do_not_disrupt=True)
-    running[3] = RunningInfo(3, 0.0, 600.0, 0.0, do_not_disrupt=True)
+    running[2] = RunningInfo(s.jobs[2], 0.0, 0.0, 600.0, do_not_disrupt=True)
+    running[3] = RunningInfo(s.jobs[3], 0.0, 0.0, 600.0, do_not_disrupt=True)
     pending = _job(100, 8, t=10.0)
     plans = KaiConsolidate().plan(Session(0.0, s, [pending], running))
     assert len(plans) == 1
@@ -196,7 +196,7 @@ def test_non_preemptible_jobs_are_neither_victims_nor_consolidated_for():
     s.bind_job(_job(2, 4, t=3.0), [0])
     running = _running(s)
     for j in (10, 11):
-        running[j] = RunningInfo(j, 0.0, 600.0, 0.0, do_not_disrupt=True)
+        running[j] = RunningInfo(s.jobs[j], 0.0, 0.0, 600.0, do_not_disrupt=True)
     assert KaiConsolidate().plan(Session(0.0, s, [_job(100, 8, t=10.0)], running)) == []
     s.unbind_job(1)
     s.bind_job(_job(1, 4, t=2.0), [0])

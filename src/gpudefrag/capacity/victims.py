@@ -1,7 +1,7 @@
 """Preemption victims for suite 3: which lower-priority running jobs a blocked job of higher
 priority evicts (or, for ours, moves) to start now.
 
-The interface (:class:`RunningJob`, :class:`VictimPlan`, :class:`VictimRule`), the plan rules and
+The interface (:class:`~gpudefrag.model.session.RunningInfo`, :class:`VictimPlan`, :class:`VictimRule`), the plan rules and
 :func:`validate_plan` are in :mod:`gpudefrag.capacity.victims_base`; the three rules:
 
 * :class:`KubeDefaultVictims` (:mod:`~gpudefrag.capacity.victims_kube`): kube-scheduler's
@@ -21,7 +21,6 @@ allowed victims makes room.
 from __future__ import annotations
 
 from gpudefrag.capacity.victims_base import (
-    RunningJob,
     VictimPlan,
     VictimRule,
     plan_cost_gpu_s,
@@ -36,7 +35,6 @@ __all__ = [
     "CheckpointAwareVictims",
     "KaiVictims",
     "KubeDefaultVictims",
-    "RunningJob",
     "VictimPlan",
     "VictimRule",
     "kai_victim_order",

@@ -1,7 +1,8 @@
 """The preemption interface of suite 3 and what the three victim rules share.
 
 A job of high priority is blocked: its placement policy finds no room on the current state.  A
-*victim rule* answers with a :class:`VictimPlan`: the lower-priority running jobs to kill
+*victim rule*, an action reading a :class:`~gpudefrag.model.session.Session` (the time, the
+state, the running jobs as :class:`~gpudefrag.model.session.RunningInfo`), answers with a :class:`VictimPlan`: the lower-priority running jobs to kill
 (``evict``: each restarts later from its last checkpoint, requeued) or to move (``moves``: each
 killed and bound again at once on its ``to_nodes``), and the nodes the blocked job then binds on.
 
@@ -35,7 +36,6 @@ preemptor (:func:`candidate_groups`), and an exact replay of the bind rules on r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -49,11 +49,11 @@ from gpudefrag.gangs.statements import plan_statement
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
+from gpudefrag.model.session import RunningInfo, Session
 
 IntArray = npt.NDArray[np.int64]
 
 __all__ = [
-    "RunningJob",
     "VictimPlan",
     "VictimRule",
     "candidate_groups",
@@ -74,17 +74,6 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class RunningJob:
-    """What a victim rule knows of a running job."""
-
-    job: Job  # job.priority: larger = more important
-    first_start_s: float  # when it first started (scheduling order: larger = scheduled later)
-    last_checkpoint_s: float  # its last checkpoint (work since then is lost on eviction)
-    preemptible: bool  # KAI: may be preempted at all (best-effort/research are; production is not)
-    next_checkpoint_s: float = math.inf  # when the work it does now is next saved (inf: unknown)
-
-
-@dataclass(frozen=True, slots=True)
 class VictimPlan:
     """Kill ``evict``, move ``moves``, then bind the preemptor ``job_id`` on ``nodes``."""
 
@@ -102,24 +91,20 @@ class VictimRule(Protocol):
     name: str
 
     def choose(
-        self,
-        state: ClusterState,
-        job: Job,
-        running: Mapping[int, RunningJob],
-        placer: GangPolicy,
-        now_s: float,
-        restart_s: float,
-        may_wait_s: float = 0.0,
-    ) -> VictimPlan | None: ...
+        self, session: Session, job: Job, placer: GangPolicy, restart_s: float, may_wait_s: float = 0.0
+    ) -> VictimPlan | None:
+        """A plan for ``job`` on ``session.state`` at ``session.now_s``, its victims among
+        ``session.running`` (:func:`lower_priority`)."""
+        ...
 
 
-def victim_cost_gpu_s(run: RunningJob, now_s: float, restart_s: float) -> float:
+def victim_cost_gpu_s(run: RunningInfo, now_s: float, restart_s: float) -> float:
     """GPU-seconds lost by killing or moving ``run`` at ``now_s``: its GPUs x (work since its
     last checkpoint + ``restart_s``; :func:`~gpudefrag.model.migration.disruption_cost_gpu_s`)."""
     return disruption_cost_gpu_s(run.job.gpu_share, now_s - run.last_checkpoint_s, restart_s)
 
 
-def cost_at_s(run: RunningJob, at_s: float, restart_s: float) -> float:
+def cost_at_s(run: RunningInfo, at_s: float, restart_s: float) -> float:
     """GPU-seconds lost by killing or moving ``run`` at ``at_s`` (not before now): its GPUs x
     (work since the checkpoint it will have taken by then + ``restart_s``), counting at most
     its next checkpoint (a wait is shorter than the checkpoint interval)."""
@@ -128,13 +113,15 @@ def cost_at_s(run: RunningJob, at_s: float, restart_s: float) -> float:
 
 
 def plan_cost_gpu_s(
-    ids: list[int] | tuple[int, ...], running: Mapping[int, RunningJob], now_s: float, restart_s: float
+    ids: list[int] | tuple[int, ...], running: Mapping[int, RunningInfo], now_s: float, restart_s: float
 ) -> float:
     """The cost of a plan touching ``ids`` (sum of :func:`victim_cost_gpu_s`)."""
     return float(sum(victim_cost_gpu_s(running[j], now_s, restart_s) for j in ids))
 
 
-def lower_priority(state: ClusterState, job: Job, running: Mapping[int, RunningJob]) -> dict[int, RunningJob]:
+def lower_priority(
+    state: ClusterState, job: Job, running: Mapping[int, RunningInfo]
+) -> dict[int, RunningInfo]:
     """The jobs of ``running`` a rule may take for ``job``: bound on ``state``, another job, and of
     a lower priority.  A bound job missing from ``running`` is never a victim."""
     return {

@@ -58,7 +58,6 @@ import numpy.typing as npt
 
 from gpudefrag.capacity.victims_base import (
     IntArray,
-    RunningJob,
     VictimPlan,
     fits_at,
     free_after,
@@ -72,13 +71,14 @@ from gpudefrag.capacity.victims_base import (
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
+from gpudefrag.model.session import RunningInfo, Session
 
 FloatArray = npt.NDArray[np.float64]
 
 __all__ = ["KaiVictims", "kai_victim_order"]
 
 
-def kai_victim_order(victims: Mapping[int, RunningJob]) -> list[int]:
+def kai_victim_order(victims: Mapping[int, RunningInfo]) -> list[int]:
     """The victim queue's order: priority ascending, then creation (``submit_s``) descending,
     then job id descending."""
     return sorted(victims, key=lambda j: (victims[j].job.priority, -victims[j].job.submit_s, -j))
@@ -142,14 +142,13 @@ class KaiVictims:
 
     def choose(
         self,
-        state: ClusterState,
+        session: Session,
         job: Job,
-        running: Mapping[int, RunningJob],
         placer: GangPolicy,
-        now_s: float,
         restart_s: float,
         may_wait_s: float = 0.0,  # ignored: upstream never waits
     ) -> VictimPlan | None:
+        state, running, now_s = session.state, session.running, session.now_s
         eligible = {j: r for j, r in lower_priority(state, job, running).items() if r.preemptible}
         if not eligible:
             return None

@@ -56,14 +56,13 @@ Never moves a job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpudefrag.capacity.victims_base import (
     IntArray,
-    RunningJob,
     VictimPlan,
     candidate_groups,
     fits_at,
@@ -80,6 +79,7 @@ from gpudefrag.capacity.victims_base import (
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.jobs import GPU_MILLI_PER_GPU, Job
+from gpudefrag.model.session import RunningInfo, Session
 
 __all__ = ["KubeDefaultVictims"]
 
@@ -115,14 +115,13 @@ class KubeDefaultVictims:
 
     def choose(
         self,
-        state: ClusterState,
+        session: Session,
         job: Job,
-        running: Mapping[int, RunningJob],
         placer: GangPolicy,
-        now_s: float,
         restart_s: float,
         may_wait_s: float = 0.0,  # ignored: upstream never waits
     ) -> VictimPlan | None:
+        state, running, now_s = session.state, session.running, session.now_s
         allowed = lower_priority(state, job, running)
         if not allowed:
             return None
@@ -154,7 +153,7 @@ class KubeDefaultVictims:
         self,
         state: ClusterState,
         job: Job,
-        allowed: dict[int, RunningJob],
+        allowed: dict[int, RunningInfo],
         on_node: dict[int, list[int]],
         domains: list[IntArray],
         placer: GangPolicy,
@@ -184,7 +183,7 @@ class KubeDefaultVictims:
         self,
         state: ClusterState,
         job: Job,
-        allowed: dict[int, RunningJob],
+        allowed: dict[int, RunningInfo],
         potential: list[int],
         nodes: IntArray,
         placer: GangPolicy,
@@ -204,7 +203,7 @@ class KubeDefaultVictims:
         if not fits_at(rows, state, job, where):
             return None
         victims: list[int] = []
-        order = sorted(potential, key=lambda j: (-allowed[j].job.priority, allowed[j].first_start_s, j))
+        order = sorted(potential, key=lambda j: (-allowed[j].job.priority, allowed[j].start_s, j))
         for j in order:  # reprieve, most important first
             held = held_milli(state, j)
             for n, g, milli in held:
@@ -239,11 +238,11 @@ def _may_host(rows: dict[int, list[int]], state: ClusterState, job: Job, nodes: 
     return not rest or whole > full or best_other >= rest[0]
 
 
-def _pick_key(state: ClusterState, allowed: dict[int, RunningJob], cand: _Candidate) -> tuple[float, ...]:
+def _pick_key(state: ClusterState, allowed: dict[int, RunningInfo], cand: _Candidate) -> tuple[float, ...]:
     """``pickOneNodeForPreemption``'s criteria as one sort key (smaller is better)."""
     pods = {j: len(state.placements[j]) for j in cand.victims}
     prio = {j: allowed[j].job.priority for j in cand.victims}
     highest = max(prio.values())
     sum_prio = sum(pods[j] * (prio[j] + _PRIORITY_OFFSET) for j in cand.victims)
-    earliest = min(allowed[j].first_start_s for j in cand.victims if prio[j] == highest)
+    earliest = min(allowed[j].start_s for j in cand.victims if prio[j] == highest)
     return (0.0, float(highest), float(sum_prio), float(sum(pods.values())), -earliest, float(cand.scan))

@@ -65,7 +65,6 @@ import numpy as np
 
 from gpudefrag.capacity.victims_base import (
     IntArray,
-    RunningJob,
     VictimPlan,
     candidate_groups,
     cost_at_s,
@@ -86,6 +85,7 @@ from gpudefrag.gangs.moves import GangMove
 from gpudefrag.gangs.policy import GangPolicy
 from gpudefrag.model.cluster import ClusterState, PlacementError
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import RunningInfo, Session
 
 __all__ = ["WAIT_MARGIN_S", "CheckpointAwareVictims"]
 
@@ -132,14 +132,13 @@ class CheckpointAwareVictims:
 
     def choose(
         self,
-        state: ClusterState,
+        session: Session,
         job: Job,
-        running: Mapping[int, RunningJob],
         placer: GangPolicy,
-        now_s: float,
         restart_s: float,
         may_wait_s: float = 0.0,
     ) -> VictimPlan | None:
+        state, running, now_s = session.state, session.running, session.now_s
         plan = self._by_class(state, job, running, placer, now_s, restart_s)
         if plan is None or may_wait_s <= WAIT_MARGIN_S:
             return plan
@@ -169,7 +168,7 @@ class CheckpointAwareVictims:
         self,
         state: ClusterState,
         job: Job,
-        running: Mapping[int, RunningJob],
+        running: Mapping[int, RunningInfo],
         placer: GangPolicy,
         now_s: float,
         restart_s: float,
@@ -187,7 +186,7 @@ class CheckpointAwareVictims:
         self,
         state: ClusterState,
         job: Job,
-        running: Mapping[int, RunningJob],
+        running: Mapping[int, RunningInfo],
         placer: GangPolicy,
         now_s: float,
         restart_s: float,
@@ -223,7 +222,7 @@ class CheckpointAwareVictims:
         self,
         state: ClusterState,
         job: Job,
-        allowed: dict[int, RunningJob],
+        allowed: dict[int, RunningInfo],
         on_node: dict[int, list[int]],
         cost: dict[int, float],
         search: NodeSearch,

@@ -8,6 +8,7 @@ import numpy as np
 
 from gpudefrag.model.jobs import Job
 from gpudefrag.model.migration import disruption_cost_gpu_s
+from gpudefrag.model.session import Session
 from gpudefrag.sim.capacity_core import CapacityCore
 from gpudefrag.sim.capacity_model import (
     POWERED,
@@ -70,7 +71,9 @@ class Elastic:
         running = self.plans.running_jobs(allowed, probe.priority)
         if not running:
             return False
-        plan = c.victims.choose(c.view(allowed).copy(), probe, running, c.policy, c.now, c.cfg.restart_s)
+        plan = c.victims.choose(
+            Session(c.now, c.view(allowed).copy(), (), running), probe, c.policy, c.cfg.restart_s
+        )
         if plan is None or plan.evict or not plan.moves or plan.cost_gpu_s > job.gpu_share * provision_s:
             return False
         if not self.plans.replay(job, plan, allowed, running):

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gpudefrag.capacity.classes import PREEMPTIBLE
-from gpudefrag.capacity.victims import RunningJob, VictimPlan
+from gpudefrag.capacity.victims import VictimPlan
 from gpudefrag.gangs.invariants import InvariantError, check_job
 from gpudefrag.gangs.statements import GangStatement
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import RunningInfo
 from gpudefrag.model.statement import JobLedger, Ledger, Statement
 from gpudefrag.sim.capacity_core import CapacityCore
 from gpudefrag.sim.capacity_model import BoolArray
@@ -22,10 +23,10 @@ class CapacityPlans:
 
     def __init__(self, core: CapacityCore) -> None:
         self.core = core
-        self._running_cache: dict[tuple[bytes, int], dict[int, RunningJob]] = {}
+        self._running_cache: dict[tuple[bytes, int], dict[int, RunningInfo]] = {}
         self._running_stamp: tuple[int, float] = (-1, -1.0)
 
-    def running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningJob]:
+    def running_jobs(self, allowed: BoolArray, below: int) -> dict[int, RunningInfo]:
         """Running jobs of priority below ``below`` whose pods all sit on allowed nodes (cached
         until the state or the time changes)."""
         c = self.core
@@ -37,7 +38,7 @@ class CapacityPlans:
         if cached is not None:
             return cached
         iv = c.cfg.checkpoint_interval_s
-        out: dict[int, RunningJob] = {}
+        out: dict[int, RunningInfo] = {}
         for job_id, run in c.running.items():
             job = run.job
             if job.priority >= below:
@@ -46,7 +47,9 @@ class CapacityPlans:
             if not allowed[nodes].all():
                 continue
             last_s = run.last_checkpoint_s(c.now, iv)
-            out[job_id] = RunningJob(job, run.first_start_s, last_s, job.priority in PREEMPTIBLE, last_s + iv)
+            out[job_id] = RunningInfo(
+                job, run.first_start_s, last_s, last_s + iv, job.priority in PREEMPTIBLE
+            )
         self._running_cache[key] = out
         return out
 
@@ -90,7 +93,7 @@ class CapacityPlans:
             c.start(job, list(nodes), committed=True)
 
     def replay(
-        self, job: Job, plan: VictimPlan, allowed: BoolArray, running: Mapping[int, RunningJob]
+        self, job: Job, plan: VictimPlan, allowed: BoolArray, running: Mapping[int, RunningInfo]
     ) -> bool:
         """Whether ``plan`` may run now: it is for ``job``, every job it touches is one of
         ``running`` (and named once), every node it binds is one the bound job may use, and its

@@ -10,6 +10,7 @@ import numpy as np
 
 from gpudefrag.capacity.classes import BEST_EFFORT, PRODUCTION
 from gpudefrag.model.jobs import Job
+from gpudefrag.model.session import Session
 from gpudefrag.sim.capacity_core import CapacityCore
 from gpudefrag.sim.capacity_model import (
     REFUSED,
@@ -59,9 +60,8 @@ class Preemption:
         if not running:
             return REFUSED
         c0 = time.perf_counter()
-        plan = c.victims.choose(
-            c.view(allowed).copy(), job, running, c.policy, c.now, c.cfg.restart_s, may_wait_s
-        )
+        session = Session(c.now, c.view(allowed).copy(), (), running)
+        plan = c.victims.choose(session, job, c.policy, c.cfg.restart_s, may_wait_s)
         c.result.victim_calls_s.append(time.perf_counter() - c0)
         if plan is None:
             return REFUSED

@@ -240,8 +240,9 @@ class _Sim:
     def _running_info(self) -> dict[int, RunningInfo]:
         iv = self.cfg.checkpoint_interval_s
         return {
-            j: RunningInfo(j, r.first_start_s, iv, r.last_checkpoint_s(self.now, iv))
+            j: RunningInfo(r.job, r.first_start_s, last_s, last_s + iv)
             for j, r in self.running.items()
+            for last_s in (r.last_checkpoint_s(self.now, iv),)
         }
 
     def _execute(self, plan: DefragPlan) -> None:
