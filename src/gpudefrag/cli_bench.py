@@ -86,6 +86,24 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stream_bench(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.bench.stream import bench_stream, format_stream
+
+    policies = args.policy or ["fgd", "bestfit"]
+    print(
+        f"{args.workload} nodes repeated to {args.gpus} GPUs, filled to 85 % by each policy (seed {args.seed}); "
+        f"then {args.decisions} further {args.stream} arrivals one by one, each bound: with the incremental "
+        "index attached afresh (every pod shape cold when it first comes) and with a full scan of every node"
+    )
+    results = []
+    for name in policies:
+        results += bench_stream(args.workload, args.gpus, name, args.decisions, args.seed)
+        r = results[-1]
+        print(f"{name}: {r.nodes} nodes, {r.gpus} GPUs, filled to {r.fill_pct:.1f} % in {r.fill_s:.1f} s")
+    print(format_stream(results))
+    return 0
+
+
 def cmd_scale_sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -169,14 +187,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.sweep is not None:
         refuse(
             args,
-            {"gpus": "--gpus", "scan": "--scan"},
+            {"gpus": "--gpus", "scan": "--scan", "stream": "--stream"},
             "not with --sweep (it times every size, index and scan)",
         )
         return cmd_scale_sweep(_scale_defaults(args))
     refuse(args, {"out": "--out"}, "only with --sweep (the other benches write nothing)")
+    if args.stream is not None:
+        if args.gpus is None:
+            raise ConfigError("--stream: needs --gpus N (the cluster's size)")
+        refuse(
+            args,
+            {
+                "scan": "--scan",
+                "topology": "--topology",
+                "leaf_nodes": "--leaf-nodes",
+                "gang_decisions": "--gang-decisions",
+            },
+            "not with --stream (it runs index and scan on the workload's own nodes)",
+        )
+        if args.decisions is None:
+            args.decisions = 2000
+        return cmd_stream_bench(args)
     if args.gpus is not None:
         return cmd_scale_bench(_scale_defaults(args))
-    refuse(args, {**scale_only, "scan": "--scan"}, "only with --gpus or --sweep")
+    refuse(args, {**scale_only, "scan": "--scan", "stream": "--stream"}, "only with --gpus or --sweep")
 
     policies = args.policy or list(POLICY_NAMES)
     print(f"workload {args.workload}, seed {args.seed}: one decision = filter + score all nodes + pick")
@@ -232,6 +266,13 @@ def add_bench_command(sub: Any) -> None:
     )
     bench.add_argument(
         "--scan", action="store_true", help="with --gpus: scan every node per decision instead of the index"
+    )
+    bench.add_argument(
+        "--stream",
+        choices=("openb",),
+        default=None,
+        help="with --gpus: the workload's pods as a stream (node list repeated to N GPUs, filled to 85 %%, "
+        "then --decisions arrivals (default 2000), index and scan); docs/scale.md",
     )
     bench.add_argument(
         "--sweep",

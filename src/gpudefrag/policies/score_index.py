@@ -130,6 +130,14 @@ class ScoreIndex:
         self.state.unwatch(self)
         self._shapes.clear()
 
+    def nbytes(self) -> int:
+        """Bytes the index holds: its own arrays and every shape's tree and leaves."""
+        own = sum(a.nbytes for a in (self._order, self._position, self._frag, self._frag_version, self._log))
+        per_shape = sum(
+            shape.leaf_gpu.nbytes + sum(a.nbytes for a in shape.args[1:5]) for shape in self._shapes.values()
+        )
+        return own + per_shape
+
     # ---- NodeWatcher ------------------------------------------------------------------------
     def node_changed(self, node: int) -> None:
         if self._log_len == self._log.size:

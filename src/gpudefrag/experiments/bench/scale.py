@@ -145,7 +145,7 @@ class ScaleResult:
     max_rss_mib: float
 
 
-def _warm_up(policy: str, typical: TypicalPods) -> None:
+def warm_up(policy: str, typical: TypicalPods) -> None:
     """Load the policy's compiled kernels (scan and index) on a two-node state, so that the
     index build time does not include loading them from numba's cache."""
     tiny = ClusterState(
@@ -163,7 +163,7 @@ def time_decisions(
 ) -> tuple[float, dict[str, np.ndarray]]:
     """(index build s, per-shape latencies in ms) of ``policy`` on ``state`` (changed: every
     decision is bound), as the module docstring describes."""
-    _warm_up(policy, typical)
+    warm_up(policy, typical)
     chooser = make_policy(policy, typical, seed)
     started = time.perf_counter()
     if not scan:

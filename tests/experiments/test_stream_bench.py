@@ -1,0 +1,52 @@
+"""``bench --gpus N --stream openb``: the stream's bookkeeping, and the index deciding what the
+full scan decides on the same arrivals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import needs_mirror
+from gpudefrag.cli import main
+from gpudefrag.experiments.bench.stream import bench_stream, format_stream
+
+
+@needs_mirror
+@pytest.mark.parametrize("policy", ["fgd", "bestfit"])
+def test_index_and_scan_choose_the_same_nodes_on_the_stream(policy: str) -> None:
+    index, scan = bench_stream("openb_pod_list_default", 7000, policy, decisions=300, seed=3)
+    assert (index.mode, scan.mode) == ("index", "scan")
+    assert index.nodes == scan.nodes >= 7000 // 8 and index.gpus >= 7000
+    assert 84.0 <= index.fill_pct <= 86.0
+    assert index.latency_ms.size == scan.latency_ms.size == 300
+    assert np.array_equal(index.node, scan.node)  # exactly the scan's decisions
+    assert index.placed > 0
+    # a decision is cold the first time its shape comes, so cold ones count the shapes
+    assert int(index.cold.sum()) == index.shapes == scan.shapes and index.cold[0]
+    assert index.index_mib and index.index_mib[-1] > 0 and scan.index_mib[-1] == 0.0
+    text = format_stream([index, scan])
+    assert f"{policy:<8} index" in text and f"{policy:<8} scan" in text
+
+
+@needs_mirror
+def test_the_same_seed_gives_the_same_stream() -> None:
+    a = bench_stream("openb_pod_list_default", 5000, "fgd", decisions=100, seed=5, modes=("index",))[0]
+    b = bench_stream("openb_pod_list_default", 5000, "fgd", decisions=100, seed=5, modes=("index",))[0]
+    c = bench_stream("openb_pod_list_default", 5000, "fgd", decisions=100, seed=6, modes=("index",))[0]
+    assert np.array_equal(a.node, b.node) and np.array_equal(a.cold, b.cold)
+    assert not np.array_equal(a.node, c.node)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["bench", "--stream", "openb"], "--stream: needs --gpus"),
+        (["bench", "--gpus", "1000", "--stream", "openb", "--scan"], "--scan: not with --stream"),
+        (["bench", "--sweep", "1000", "--stream", "openb"], "--stream: not with --sweep"),
+    ],
+)
+def test_stream_options_that_do_not_fit_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
