@@ -92,7 +92,7 @@ def cmd_stream_bench(args: argparse.Namespace) -> int:
     policies = args.policy or ["fgd", "bestfit"]
     print(
         f"{args.workload} nodes repeated to {args.gpus} GPUs, filled to 85 % by each policy (seed {args.seed}); "
-        f"then {args.decisions} further {args.stream} arrivals one by one, each bound: with the incremental "
+        f"then {args.decisions} further arrivals of its pods one by one, each bound: with the incremental "
         "index attached afresh (every pod shape cold when it first comes) and with a full scan of every node"
     )
     results = []
@@ -250,7 +250,7 @@ def add_bench_command(sub: Any) -> None:
         "--decisions",
         type=value(Annotated[int, Interval(ge=1, le=1_000_000)]),
         default=None,
-        help="with --gpus or --sweep: decisions per pod shape (default 200)",
+        help="with --gpus or --sweep: decisions per pod shape (default 200); with --stream: arrivals (default 2000)",
     )
     bench.add_argument(
         "--leaf-nodes",
@@ -271,8 +271,8 @@ def add_bench_command(sub: Any) -> None:
         "--stream",
         choices=("openb",),
         default=None,
-        help="with --gpus: the workload's pods as a stream (node list repeated to N GPUs, filled to 85 %%, "
-        "then --decisions arrivals (default 2000), index and scan); docs/scale.md",
+        help="with --gpus: the --workload's own nodes and pods (openb) as a stream (node list repeated to "
+        "N GPUs, filled to 85 %%, then --decisions arrivals, index and scan); docs/scale.md",
     )
     bench.add_argument(
         "--sweep",

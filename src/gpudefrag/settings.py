@@ -9,6 +9,9 @@ checked by pydantic at the edges of the program:
   value is a one-line usage error naming the flag and the range;
 * flags without a configuration field declare their range the same way (:func:`value`).
 
+(A flag's plain numeral, ``42`` or ``0.5`` inside its range, is read without loading pydantic, so
+that start-up stays fast; a test holds that reading to pydantic's answer on every numeric flag.)
+
 Inside the program configurations are plain frozen dataclasses: building one in code checks
 nothing (decisions stay as fast as before); values from users are checked here.
 """
@@ -172,6 +175,8 @@ def _plain_number(bounds: Bounds, text: str) -> int | float | None:
     without loading pydantic (a flag's check costs nothing at start-up); ``None`` for anything
     else (another kind, another spelling, out of range), which pydantic then decides."""
     number: int | float
+    if len(text) > 32:  # Python refuses int() of very long strings; pydantic decides those
+        return None
     if bounds.kind is int and _INTEGER.fullmatch(text):
         number = int(text)
     elif bounds.kind is float and _DECIMAL.fullmatch(text):

@@ -33,7 +33,7 @@ domain, a pod group as one victim unit and fixes the preemptor's placement befor
 
 * a victim unit is a job: evicting one pod of a gang evicts all its pods, wherever they are;
   counts and priority sums above count pods (upstream's victims list holds pods), the start
-  time is the job's ``first_start_s`` (upstream: the pod's start, which a restarted job
+  time is the job's ``start_s`` (upstream: the pod's start, which a restarted job
   resets; the model keeps only the first start);
 * the candidate of a single-pod preemptor is a node (exactly upstream); that of a gang is a
   domain of a level its constraint allows (:func:`~gpudefrag.capacity.victims_base.candidate_groups`):

@@ -56,6 +56,11 @@ class Policy(ABC):
     def attach(self, state: ClusterState) -> None:  # noqa: B027 (a no-op default, not abstract)
         """Index ``state`` for faster decisions on it (module docstring); a no-op by default."""
 
+    def index_nbytes(self) -> int | None:
+        """Bytes the attached index holds (``None``: no index attached)."""
+        index = getattr(self, "_index", None)
+        return index.nbytes() if isinstance(index, ScoreIndex) else None
+
 
 def attached_index(
     current: ScoreIndex | None, state: ClusterState, kind: int, typical: TypicalArrays | None = None

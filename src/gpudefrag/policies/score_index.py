@@ -133,9 +133,8 @@ class ScoreIndex:
     def nbytes(self) -> int:
         """Bytes the index holds: its own arrays and every shape's tree and leaves."""
         own = sum(a.nbytes for a in (self._order, self._position, self._frag, self._frag_version, self._log))
-        per_shape = sum(
-            shape.leaf_gpu.nbytes + sum(a.nbytes for a in shape.args[1:5]) for shape in self._shapes.values()
-        )
+        # args[1:5] are the shape's own arrays: tree, leaf_score, leaf_gpu, leaf_version
+        per_shape = sum(sum(a.nbytes for a in shape.args[1:5]) for shape in self._shapes.values())
         return own + per_shape
 
     # ---- NodeWatcher ------------------------------------------------------------------------

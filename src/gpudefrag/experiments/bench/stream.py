@@ -61,7 +61,7 @@ class StreamResult:
     node: np.ndarray  # per decision
     shapes: int
     index_mib: tuple[float, ...]
-    max_rss_mib: float
+    max_rss_mib: float  # the process's peak so far (this run and every run before it)
 
     @property
     def placed(self) -> int:
@@ -96,8 +96,8 @@ def filled_cluster(
 
 
 def _index_mib(policy: Policy) -> float:
-    index = getattr(policy, "_index", None)
-    return index.nbytes() / 2**20 if index is not None else 0.0
+    nbytes = policy.index_nbytes()
+    return nbytes / 2**20 if nbytes is not None else 0.0
 
 
 def stream_decisions(
@@ -107,7 +107,13 @@ def stream_decisions(
     arrivals ``first .. first + decisions - 1`` on ``state`` (changed: each placement bound)."""
     if not scan:
         policy.attach(state)
+        if policy.index_nbytes() is None:
+            raise ValueError(f"policy {policy.name!r} keeps no index: run it with scan=True")
     n = min(decisions, len(arrivals) - first)
+    if n < decisions:
+        raise ValueError(
+            f"only {n} arrivals are left after the fill for {decisions} decisions: ask for fewer decisions"
+        )
     latency = np.empty(n, dtype=np.float64)
     cold = np.zeros(n, dtype=bool)
     node = np.full(n, -1, dtype=np.int64)
@@ -179,7 +185,7 @@ def format_stream(results: list[StreamResult]) -> str:
     """The results as a table (ms), then the index memory as shapes accumulate."""
     lines = [
         f"{'policy':<8} {'mode':<6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cold':>5} {'cold p50':>9} "
-        f"{'cold max':>9} {'placed':>7} {'index MiB':>10} {'peak RSS MiB':>13}"
+        f"{'cold max':>9} {'placed':>7} {'index MiB':>10} {'RSS peak MiB':>13}"
     ]
     for r in results:
         lines.append(

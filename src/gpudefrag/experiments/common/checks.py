@@ -13,7 +13,7 @@ from typing import Annotated
 
 from annotated_types import Interval
 
-__all__ = ["VERDICT", "Check", "PercentPoints", "checks_table", "verdicts"]
+__all__ = ["VERDICT", "Check", "PercentPoints", "checks_table"]
 
 PercentPoints = Annotated[float, Interval(ge=-100, le=100)]
 """A threshold on a difference of percentages."""
@@ -41,8 +41,3 @@ def checks_table(
     lines = [heading, "", f"| check | verdict | {measured} |", "|---|---|---|"]
     lines += [f"| {c.check} | {VERDICT[c.met]} | {c.measured} |" for c in checks]
     return lines + [""]
-
-
-def verdicts(checks: Iterable[Check]) -> tuple[bool | None, ...]:
-    """The verdicts of ``checks``, in order (for tests and summaries)."""
-    return tuple(c.met for c in checks)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -94,19 +95,19 @@ class RunExecutor:
         return _map_pool(min(self.jobs, len(specs)), fn, specs)
 
     def run_all(self, fn: Callable[[S], R], specs: Sequence[S], desc: str, progress: bool = True) -> list[R]:
-        """``fn(spec)`` for every spec (:meth:`map`; the specs are distinct objects), returned in
-        the order of ``specs``, with a progress bar named ``desc`` on a terminal (none when
+        """``fn(spec)`` for every spec (:meth:`map`), returned in the order of ``specs``, with a progress bar named ``desc`` on a terminal (none when
         ``progress`` is False)."""
         from tqdm import tqdm
 
-        index = {id(spec): i for i, spec in enumerate(specs)}
-        out: list[R | None] = [None] * len(specs)
+        out: dict[int, R] = {}
+        numbered = list(enumerate(specs))
         with tqdm(total=len(specs), desc=desc, unit="run", disable=None if progress else True) as bar:
-            for spec, result in self.map(fn, specs):
-                out[index[id(spec)]] = result
+            for (i, _), result in self.map(partial(_numbered, fn), numbered):
+                out[i] = result
                 bar.update()
-        assert all(r is not None for r in out), "a run returned nothing"
-        return [r for r in out if r is not None]
+        if len(out) != len(specs):
+            raise RuntimeError(f"{desc}: {len(specs) - len(out)} of {len(specs)} runs returned nothing")
+        return [out[i] for i in range(len(specs))]
 
     def close(self) -> None:
         """Drop the Dask connection (the cluster keeps running)."""
@@ -171,3 +172,8 @@ def _connect(address: str, timeout_s: float) -> tuple[Client, str]:
     if total != workers:
         label += f" ({total} threads)"
     return client, label
+
+
+def _numbered(fn: Callable[[S], R], item: tuple[int, S]) -> R:
+    """``fn`` of a numbered spec (:meth:`RunExecutor.run_all` keeps the numbers)."""
+    return fn(item[1])

@@ -91,11 +91,6 @@ def write_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -> Path:
         axes[2].set_xlabel("restart time (s)")
         axes[2].set_ylabel("allocation net of migration waste minus FGD (pp)")
         axes[2].set_title(f"When defrag stops paying (load {config.sweep_load:g})")
-    return _save(fig, path)
-
-
-def _save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` through a temporary file (no half-written PNG) and close it."""
     return save_png(fig, path)
 
 
@@ -174,4 +169,4 @@ def write_tradeoff_chart(runs: list[Run1b], config: Suite1bConfig, path: Path) -
         ax.set_ylabel("wait p95 minus FGD (s)")
         ax.set_title(f"Offered load {load:.1f}: one point per seed")
     axes[0][0].legend(fontsize=8)
-    return _save(fig, path)
+    return save_png(fig, path)

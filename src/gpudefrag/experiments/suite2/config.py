@@ -52,9 +52,9 @@ class Acceptance2:
     # ours+defrag - volcano at the highest load, net of migration waste (goodput_pct)
     defrag_min_net_gain_vs_volcano_pp: PercentPoints = 2.0
     # the worst run's p99 time of one scheduling pass of ours
-    pass_p99_max_ms: Annotated[float, Interval(gt=0)] = 100.0
+    pass_p99_max_ms: Annotated[float, Interval(gt=0, le=86_400_000)] = 100.0
     # the whole suite's wall time on 2 cores
-    wall_max_s: Annotated[float, Interval(gt=0)] = 3600.0
+    wall_max_s: Annotated[float, Interval(gt=0, le=7 * 86_400)] = 3600.0
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ class Acceptance3:
     # the pooled reserve's least mean goodput gain over the dedicated reserve (CI above 0)
     spares_min_gain_pp: PercentPoints = 5.0
     # the whole suite's wall time on 2 cores
-    wall_max_s: Annotated[float, Interval(gt=0)] = 45 * 60.0
+    wall_max_s: Annotated[float, Interval(gt=0, le=7 * 86_400)] = 45 * 60.0
 
 
 @dataclass(frozen=True)
