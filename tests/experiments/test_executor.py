@@ -136,3 +136,10 @@ def test_jobs_and_dask_together_is_a_usage_error(argv: list[str], capsys: pytest
         main([*argv, "--jobs", "2", "--dask", "tcp://127.0.0.1:1"])
     assert stop.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_run_all_returns_results_in_spec_order_even_for_repeated_specs(jobs: int) -> None:
+    specs = [5, 3, 5, 0, 3]  # the same objects more than once
+    with RunExecutor(jobs) as ex:
+        assert ex.run_all(math.factorial, specs, "test", progress=False) == [120, 6, 120, 1, 6]
