@@ -1,6 +1,6 @@
 """The ``gpudefrag`` command line: one parser, each command group in its own module
 (``cli_fgd``: calib, run; ``cli_bench``: bench; ``cli_suite1``: suite 1a/1b, sim; ``cli_suite2``, ``cli_suite3``;
-``cli_gangsim``; ``cli_import``; ``cli_data``; ``cli_k8s``: scheduler, defrag, k8s-demo, k8s-bench; ``cli_plan``).
+``cli_gangsim``; ``cli_compare``; ``cli_import``; ``cli_data``; ``cli_k8s``: scheduler, defrag, k8s-demo, k8s-bench; ``cli_plan``).
 Each command parses its options (every value checked against its declared range,
 :mod:`gpudefrag.settings`) and calls one function.
 
@@ -49,6 +49,7 @@ _EXTRAS_PROG = "_unrecognized_by"
 
 def build_parser() -> argparse.ArgumentParser:
     from gpudefrag.cli_bench import add_bench_command
+    from gpudefrag.cli_compare import add_compare_command
     from gpudefrag.cli_data import add_data_commands
     from gpudefrag.cli_fgd import add_fgd_commands
     from gpudefrag.cli_gangsim import add_gangsim_command
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_command(sub)
     add_k8s_commands(sub)
     add_gangsim_command(sub)
+    add_compare_command(sub)
     add_import_command(sub)
     add_sim_command(sub)
     add_suite_commands(sub)

@@ -23,7 +23,7 @@ from gpudefrag.cli_suite2 import constraint_arg
 from gpudefrag.errors import ConfigError
 from gpudefrag.settings import value
 
-__all__ = ["add_gangsim_command", "cmd_gangsim"]
+__all__ = ["add_gangsim_command", "cmd_gangsim", "gang_constraint_of"]
 
 SHOWN = (
     "alloc_pct",
@@ -58,15 +58,15 @@ def _jobs_and_window(args: argparse.Namespace, gpn: int) -> tuple[list, tuple[fl
     return run.jobs, run.measure, args.nodes or run.nodes
 
 
-def _gang_constraint(args: argparse.Namespace) -> str:
-    """The multi-node gangs' constraint: ``--constraint`` when given; else the trace's own
+def gang_constraint_of(trace: Path | None, constraint: str | None) -> str:
+    """The multi-node gangs' constraint: ``constraint`` when given; else the trace's own
     ``topology`` column when it has one (``keep``), else suite 2's ``preferred:leaf``."""
-    if args.constraint is not None:
-        return str(args.constraint)
-    if args.trace is not None:
+    if constraint is not None:
+        return str(constraint)
+    if trace is not None:
         from gpudefrag.workloads.jobtrace import job_trace_columns
 
-        if "topology" in job_trace_columns(args.trace):
+        if "topology" in job_trace_columns(trace):
             return "keep"
     return "preferred:leaf"
 
@@ -99,7 +99,7 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     topo_file = load_topology(args.topology_file) if args.topology_file else None
     gpn = topo_file.max_gpus_per_node if topo_file else (8 if args.topology == "superpod" else 4)
     jobs, measure, nodes = _jobs_and_window(args, gpn)
-    gang_constraint = _gang_constraint(args)
+    gang_constraint = gang_constraint_of(args.trace, args.constraint)
     cfg = Suite2Config(
         windows=(),
         set_name="gang-sim",

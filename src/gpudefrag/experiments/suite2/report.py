@@ -20,7 +20,7 @@ from gpudefrag.experiments.common.stats import Paired, paired
 from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
 from gpudefrag.experiments.suite2.suite import Run2
 
-__all__ = ["bars", "markdown", "write_report"]
+__all__ = ["bars", "load_sections", "markdown", "write_report"]
 
 TABLE_METRICS = (
     ("alloc_pct", "alloc %", 2),
@@ -257,21 +257,28 @@ def markdown(runs: list[Run2], cfg: Suite2Config, wall_s: float, nodes: dict[str
     ]
     lines += checks_table(bars(runs, cfg, wall_s), heading="## Bars")
     for load in cfg.loads:
-        lines += [
-            "",
-            f"## Load {load:g}x",
-            "",
-            *_load_table(runs, cfg, load),
-            "",
-            "Paired allocation differences:",
-            "",
-        ]
-        lines += _paired_table(runs, cfg, load)
-        lines += ["", "Wait by job size (hours, mean over windows of each percentile):", ""]
-        lines += _wait_by_size(runs, cfg, load)
-        lines += ["", IDLE_NOTE, ""]
-        lines += _idle_table(runs, cfg, load)
+        lines += load_sections(runs, cfg, load)
     return "\n".join(lines) + "\n"
+
+
+def load_sections(runs: list[Run2], cfg: Suite2Config, load: float, title: str = "Load") -> list[str]:
+    """The report's section for one load: every variant's figures, the paired allocation
+    differences, waits by job size and where the idle GPU time was."""
+    lines = [
+        "",
+        f"## {title} {load:g}x",
+        "",
+        *_load_table(runs, cfg, load),
+        "",
+        "Paired allocation differences:",
+        "",
+    ]
+    lines += _paired_table(runs, cfg, load)
+    lines += ["", "Wait by job size (hours, mean over windows of each percentile):", ""]
+    lines += _wait_by_size(runs, cfg, load)
+    lines += ["", IDLE_NOTE, ""]
+    lines += _idle_table(runs, cfg, load)
+    return lines
 
 
 def write_csv(runs: list[Run2], path: Path) -> Path:

@@ -15,12 +15,12 @@ from gpudefrag.experiments.common.environment import record_executor
 from gpudefrag.experiments.common.executor import RunExecutor
 from gpudefrag.experiments.suite2.config import Suite2Config, make_variant
 from gpudefrag.experiments.suite2.summary import summarise
-from gpudefrag.model.jobs import parse_constraint
+from gpudefrag.model.jobs import Job, parse_constraint
 from gpudefrag.model.topology import PRESETS, Topology, nvl72, superpod
 from gpudefrag.sim.gang_sim import GangSimConfig, simulate
 from gpudefrag.workloads.suite_windows import SUITE_GPUS_PER_NODE, suite_run
 
-__all__ = ["Run2", "build_topology", "run_one", "run_suite", "tasks"]
+__all__ = ["Run2", "build_topology", "run_one", "run_suite", "simulate_variant", "tasks"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,19 @@ def run_one(cfg: Suite2Config, window: str, load: float, variant: str) -> Run2:
     constraint = parse_constraint(cfg.gang_constraint)
     jobs = [replace(j, constraint=constraint) if j.gpus > gpn else j for j in run.jobs]
     topo = build_topology(cfg, run.nodes)
+    event_hash, metrics = simulate_variant(cfg, topo, jobs, run.measure, variant, gpn)
+    return Run2(window, load, variant, run.nodes, event_hash, metrics)
+
+
+def simulate_variant(
+    cfg: Suite2Config, topo: Topology, jobs: list[Job], measure: tuple[float, float], variant: str, gpn: int
+) -> tuple[str, dict[str, float]]:
+    """(event hash, suite 2's figures) of one simulation of ``jobs`` on ``topo`` with
+    ``variant``, measured over ``measure``, with ``cfg``'s checkpoints, restarts and ticks."""
     policy, defrag = make_variant(variant, jobs, gpn, cfg)
     sim_cfg = GangSimConfig(
-        run.measure[0],
-        run.measure[1],
+        measure[0],
+        measure[1],
         checkpoint_interval_s=cfg.checkpoint_interval_s,
         restart_s=cfg.restart_s,
         defrag_tick_s=cfg.defrag_tick_s,
@@ -64,7 +73,7 @@ def run_one(cfg: Suite2Config, window: str, load: float, variant: str) -> Run2:
     metrics = summarise(result, topo)
     for outcome, count in getattr(policy, "outcomes", {}).items():  # the batch placer's fallbacks
         metrics[f"batch_{outcome}"] = float(count)
-    return Run2(window, load, variant, run.nodes, result.event_hash, metrics)
+    return result.event_hash, metrics
 
 
 def _run_task(args: tuple[Suite2Config, str, float, str]) -> Run2:

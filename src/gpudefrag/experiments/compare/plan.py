@@ -1,0 +1,101 @@
+"""What ``compare`` runs: the trace cut into windows, the cluster, the variants and the growths.
+
+* **Windows.**  The trace's days after a first day of warm-up: window ``k`` measures
+  ``[first + warmup + k x length, first + warmup + (k + 1) x length)`` of the trace, where
+  ``first`` is the first submission, as long as the window ends by the last submission.  A trace
+  shorter than that is one window over all of it, without warm-up.  Each window is one paired
+  sample: every variant and growth of a window replays the same jobs, so differences come with
+  confidence intervals across windows.
+* **Growth** ``g`` (1, 1.25, 1.5 by default) replays a window's arrivals ``g`` times as fast,
+  durations kept (suite 2's load scaling, :func:`~gpudefrag.workloads.windows.scaled_jobs`): the
+  same cluster under a busier month.
+* **The cluster**: ``--nodes`` nodes of a preset topology, or a topology file; by default sized
+  for the trace as it is: the GPU time it offers over its span, in 8-GPU nodes (at least its
+  largest job).
+* **Constraints**: the trace's own ``topology`` column when it has one, else multi-node gangs
+  ``preferred:leaf`` (as ``gang-sim`` does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpudefrag.errors import ConfigError
+from gpudefrag.experiments.suite2.config import Suite2Config
+from gpudefrag.model.jobs import Job, parse_constraint
+from gpudefrag.model.topology import Topology, load_topology
+from gpudefrag.workloads.windows import DAY_S, Window, scaled_jobs, size_cluster
+
+__all__ = ["ComparePlan", "cluster_nodes", "trace_windows"]
+
+DEFAULT_VARIANTS = ("volcano", "kueue", "kai", "kai+consolidate", "slurm", "fgd", "ours", "ours+defrag")
+"""Every baseline and ours with and without defragmentation (``ours-batch``, CP-SAT batches,
+only when asked: it is the slowest by far)."""
+
+
+def trace_windows(
+    jobs: list[Job], length_s: float = DAY_S, warmup_s: float = DAY_S
+) -> tuple[list[Window], float]:
+    """(windows, warm-up seconds) of the trace (module docstring)."""
+    if not jobs:
+        raise ConfigError("the trace has no jobs")
+    first = min(j.submit_s for j in jobs)
+    last = max(j.submit_s for j in jobs)
+    out: list[Window] = []
+    start = first + warmup_s
+    while start + length_s <= last:
+        out.append(Window("trace", start, start + length_s, 0.0, f"day{len(out) + 1:02d}"))
+        start += length_s
+    if out:
+        return out, warmup_s
+    return [Window("trace", first, last + 1.0, 0.0, "all")], 0.0
+
+
+def cluster_nodes(jobs: list[Job], gpus_per_node: int) -> int:
+    """Nodes that carry the trace's offered GPU time over its span (at least its largest job)."""
+    first = min(j.submit_s for j in jobs)
+    last = max(j.submit_s for j in jobs)
+    return size_cluster(jobs, Window("trace", first, max(last, first + 1.0), 0.0), gpus_per_node)
+
+
+@dataclass(frozen=True)
+class ComparePlan:
+    """Everything one task needs: the trace, its windows, the suite 2 settings (``loads`` are the
+    growths, ``windows`` the window names) and the cluster."""
+
+    trace: Path
+    windows: tuple[Window, ...]
+    warmup_s: float
+    suite: Suite2Config
+    nodes: int
+    topology_file: Path | None
+    gang_constraint: str  # "keep": the trace's own
+
+    @property
+    def gpus_per_node(self) -> int:
+        if self.topology_file is not None:
+            return load_topology(self.topology_file).max_gpus_per_node
+        return 8 if self.suite.topology == "superpod" else 4
+
+    def window(self, name: str) -> Window:
+        for w in self.windows:
+            if w.name == name:
+                return w
+        raise ConfigError(f"no window {name!r}")
+
+    def topology(self) -> Topology:
+        from gpudefrag.experiments.suite2.suite import build_topology
+
+        if self.topology_file is not None:
+            return load_topology(self.topology_file)
+        return build_topology(self.suite, self.nodes)
+
+    def run_jobs(self, jobs: list[Job], name: str, growth: float) -> tuple[list[Job], tuple[float, float]]:
+        """The jobs of window ``name`` at ``growth`` (times from the run's start) and its measure."""
+        run = scaled_jobs(jobs, self.window(name), growth, self.warmup_s)
+        if self.gang_constraint == "keep":
+            return run.jobs, run.measure
+        constraint = parse_constraint(self.gang_constraint)
+        gpn = self.gpus_per_node
+        return [replace(j, constraint=constraint) if j.gpus > gpn else j for j in run.jobs], run.measure
