@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from annotated_types import Interval
 
-from gpudefrag.cli_args import LOAD, SEED, name_list, number_list, seed_list, workload_name
+from gpudefrag.cli_args import LOAD, SEED, name_list, number_list, refuse, seed_list, workload_name
 from gpudefrag.cli_fgd import DEFAULT_OUT, add_executor_options
 from gpudefrag.errors import ConfigError
 from gpudefrag.settings import flag, value
@@ -85,12 +85,48 @@ class SeedsOrSet:
         return self.seeds(text)
 
 
+def cmd_pooled_1b(args: argparse.Namespace) -> int:
+    """``suite 1b --from DIR [DIR ...]``: the report of the pooled runs of results folders."""
+    from gpudefrag.experiments.suite1b.pool import pool_folders
+    from gpudefrag.experiments.suite1b.report import write_report
+
+    refuse(
+        args,
+        {
+            "set": "--set",
+            "loads": "--loads",
+            "variants": "--variants",
+            "no_sweep": "--no-sweep",
+            "jobs": "--jobs",
+            "dask": "--dask",
+        },
+        "not with --from (it reports runs that exist)",
+    )
+    changed = {
+        "--seeds": list(args.seeds) != list(range(47, 57)),
+        "--hours": args.hours != SUITE1B_HOURS,
+        "--nodes": args.nodes != SUITE1B_NODES,
+        "--workload": args.workload != "openb_pod_list_default",
+    }
+    given = [flag for flag, yes in changed.items() if yes]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: not with --from (the folders' settings.json say what ran)")
+    pooled = pool_folders(list(args.from_folders))
+    folder = args.out or DEFAULT_OUT / "suite1b-pooled"
+    paths = write_report(pooled.runs, pooled.config, folder, pooled.wall_s, pooled.title)
+    print((folder / "report.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def cmd_suite_1b(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.common.executor import RunExecutor
     from gpudefrag.experiments.suite1b.config import RUN_ONCE_SEED_SETS, seed_set_name
     from gpudefrag.experiments.suite1b.report import write_report
     from gpudefrag.experiments.suite1b.suite import build_config, run_suite
 
+    if args.from_folders is not None:
+        return cmd_pooled_1b(args)
     seeds = tuple(args.seeds)
     set_name = seed_set_name(seeds)
     if set_name in RUN_ONCE_SEED_SETS and args.set:
@@ -258,6 +294,17 @@ def add_suite_commands(sub: Any) -> None:
         "(FGD with one decision changed) for the noise floor of the paired differences",
     )
     s1b.add_argument("--no-sweep", action="store_true", help="skip the restart-time sweep")
+    s1b.add_argument(
+        "--from",
+        dest="from_folders",
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        default=None,
+        help="instead of running: the report of these results folders pooled (identical settings, "
+        "seeds apart; no tuning seeds), e.g. runs/suite1b-confirmation runs/suite1b-confirmation-2; "
+        "writes runs/suite1b-pooled unless --out",
+    )
     _add_settings_option(s1b)
     s1b.set_defaults(func=cmd_suite_1b)
 

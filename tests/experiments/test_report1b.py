@@ -169,6 +169,7 @@ def test_write_report_writes_every_file_with_the_acceptance_checks(tmp_path):
     assert sorted(p.name for p in paths) == [
         "report.md",
         "results.csv",
+        "settings.json",
         "suite1b-tradeoff.png",
         "suite1b.png",
     ]

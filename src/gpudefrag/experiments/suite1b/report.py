@@ -20,6 +20,7 @@ from gpudefrag.experiments.suite1b.charts import (
     write_tradeoff_chart,
 )
 from gpudefrag.experiments.suite1b.noise import defrag_power_lines, noise_floor_lines
+from gpudefrag.experiments.suite1b.pool import write_settings
 from gpudefrag.experiments.suite1b.suite import METRICS, SOLVER_BATCH_PODS, Run1b, Suite1bConfig
 from gpudefrag.experiments.suite1b.suite import select_runs as _select
 
@@ -294,4 +295,4 @@ def write_report(
     md = folder / "report.md"
     with atomic_write(md) as fh:
         fh.write(markdown(runs, config, wall_s, title))
-    return paths + [md]
+    return paths + [md, write_settings(config, wall_s, folder)]
