@@ -102,6 +102,7 @@ def test_every_option_declares_what_it_takes() -> None:
             "--dask",
             "--seeds",
             "--config",
+            "--like",
         }
     ]
     assert not undeclared, "options that check nothing: " + "; ".join(undeclared)

@@ -1,6 +1,6 @@
 """The ``gpudefrag`` command line: one parser, each command group in its own module
 (``cli_fgd``: calib, run; ``cli_bench``: bench; ``cli_suite1``: suite 1a/1b, sim; ``cli_suite2``, ``cli_suite3``;
-``cli_gangsim``; ``cli_compare``; ``cli_import``; ``cli_data``; ``cli_k8s``: scheduler, defrag, k8s-demo, k8s-bench; ``cli_plan``).
+``cli_gangsim``; ``cli_compare``; ``cli_import``; ``cli_synth``; ``cli_data``; ``cli_k8s``: scheduler, defrag, k8s-demo, k8s-bench; ``cli_plan``).
 Each command parses its options (every value checked against its declared range,
 :mod:`gpudefrag.settings`) and calls one function.
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gpudefrag.cli_k8s import add_k8s_commands
     from gpudefrag.cli_plan import add_plan_command
     from gpudefrag.cli_suite1 import add_sim_command, add_suite_commands
+    from gpudefrag.cli_synth import add_synth_command
 
     parser = OneLineParser(
         prog="gpudefrag",
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gangsim_command(sub)
     add_compare_command(sub)
     add_import_command(sub)
+    add_synth_command(sub)
     add_sim_command(sub)
     add_suite_commands(sub)
     add_fgd_commands(sub)
