@@ -19,6 +19,7 @@ from annotated_types import Interval
 
 from gpudefrag.cli_args import LOAD, name_list, number_list, refuse
 from gpudefrag.cli_fgd import add_executor_options
+from gpudefrag.cli_gangsim import add_cluster_options
 from gpudefrag.settings import value
 
 __all__ = ["add_compare_command"]
@@ -95,18 +96,7 @@ def add_compare_command(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--trace", type=Path, required=True, help="job-trace CSV (docs/job-trace-format.md)")
-    p.add_argument(
-        "--nodes",
-        type=value(Annotated[int, Interval(ge=1, le=1_000_000)]),
-        default=None,
-        help="nodes of the preset topology (default: sized for the trace's GPU time)",
-    )
-    p.add_argument(
-        "--topology", choices=("superpod", "nvl72"), default=None, help="preset (default superpod)"
-    )
-    p.add_argument(
-        "--topology-file", type=Path, default=None, help="your cluster's nodes as TOML/YAML instead"
-    )
+    add_cluster_options(p, "nodes of the preset (default: sized for the trace's GPU time)")
     p.add_argument(
         "--growth",
         type=number_list(LOAD, "1,1.25,1.5"),

@@ -23,7 +23,7 @@ from gpudefrag.cli_suite2 import constraint_arg
 from gpudefrag.errors import ConfigError
 from gpudefrag.settings import value
 
-__all__ = ["add_gangsim_command", "cmd_gangsim", "gang_constraint_of"]
+__all__ = ["add_cluster_options", "add_gangsim_command", "cmd_gangsim", "gang_constraint_of"]
 
 SHOWN = (
     "alloc_pct",
@@ -143,6 +143,19 @@ def cmd_gangsim(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_cluster_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
+    """``--topology`` (a preset), ``--topology-file`` (your nodes instead) and ``--nodes``."""
+    p.add_argument(
+        "--topology", choices=("superpod", "nvl72"), default=None, help="a preset (default superpod)"
+    )
+    p.add_argument(
+        "--topology-file", type=Path, default=None, help="a TOML/YAML topology instead of a preset"
+    )
+    p.add_argument(
+        "--nodes", type=value(Annotated[int, Interval(ge=1, le=1_000_000)]), default=None, help=nodes_help
+    )
+
+
 def _constraint_or_keep(text: str) -> str:
     """``--constraint``: as suite 2 takes it, or ``keep`` (the trace's own)."""
     return "keep" if text.strip() == "keep" else constraint_arg(text)
@@ -221,18 +234,7 @@ def add_gangsim_command(sub: Any) -> None:
         metavar="PROFILE",
         help="a profile instead: a shipped one's name (suite2) or a TOML/YAML file (docs/profiles.md)",
     )
-    p.add_argument(
-        "--topology", choices=("superpod", "nvl72"), default=None, help="a preset (default superpod)"
-    )
-    p.add_argument(
-        "--topology-file", type=Path, default=None, help="a TOML/YAML topology instead of a preset"
-    )
-    p.add_argument(
-        "--nodes",
-        type=value(Annotated[int, Interval(ge=1, le=1_000_000)]),
-        default=None,
-        help="nodes of the preset (default: the window's size; needed with --trace)",
-    )
+    add_cluster_options(p, "nodes of the preset (default: the window's size; needed with --trace)")
     p.add_argument(
         "--constraint",
         type=_constraint_or_keep,
