@@ -19,7 +19,7 @@ from annotated_types import Interval
 
 from gpudefrag.cli_args import LOAD, name_list, number_list, refuse
 from gpudefrag.cli_fgd import add_executor_options
-from gpudefrag.cli_gangsim import add_cluster_options
+from gpudefrag.cli_gangsim import add_cluster_options, constraint_or_keep
 from gpudefrag.settings import value
 
 __all__ = ["add_compare_command"]
@@ -39,7 +39,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.compare.report import verdict_lines, write_compare_report
     from gpudefrag.experiments.compare.run import run_compare
     from gpudefrag.experiments.suite2.config import Suite2Config
-    from gpudefrag.model.topology import load_topology
+    from gpudefrag.model.topology import Topology, load_topology
     from gpudefrag.workloads.jobtrace import load_job_trace
 
     if args.topology_file is not None:
@@ -51,14 +51,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     topology = args.topology or "superpod"
     jobs = load_job_trace(args.trace)
     hours = args.window_hours
-    windows, warmup_s = trace_windows(jobs, hours * 3600.0, hours * 3600.0)
-    constraint = gang_constraint_of(args.trace, None)
+    windows, warmup_s = trace_windows(jobs, hours * 3600.0, hours * 3600.0, max(args.growth))
     gpn = (
         load_topology(args.topology_file).max_gpus_per_node
         if args.topology_file
         else (8 if topology == "superpod" else 4)
     )
     nodes = args.nodes or (0 if args.topology_file else cluster_nodes(jobs, gpn))
+    topo: Topology = (
+        load_topology(args.topology_file) if args.topology_file else ComparePlan.preset(topology, nodes, 32)
+    )
+    constraint = gang_constraint_of(args.trace, args.constraint)
+    if constraint == "preferred:leaf" and args.constraint is None and "leaf" not in topo.levels:
+        constraint = f"preferred:{topo.levels[0]}"  # the lowest level above the node
+    check_levels(jobs, constraint, topo)
     suite = Suite2Config(
         windows=tuple(w.name for w in windows),
         set_name="trace",
@@ -68,7 +74,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         gang_constraint=constraint if constraint != "keep" else "none",
     )
     plan = ComparePlan(args.trace, tuple(windows), warmup_s, suite, nodes, args.topology_file, constraint)
-    plan.topology()  # a bad topology file fails now, not in every worker
     runs_n = len(windows) * len(suite.loads) * len(suite.variants)
     print(
         f"{len(jobs):,} jobs, {len(windows)} windows of {hours:g} h, "
@@ -88,6 +93,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_levels(jobs: list[Any], constraint: str, topo: Any) -> None:
+    """Every constraint the runs will carry names a level of ``topo`` (else a ConfigError naming
+    the levels), before any run starts."""
+    from gpudefrag.model.jobs import parse_constraint
+
+    if constraint != "keep":
+        parsed = parse_constraint(constraint)
+        if parsed is not None:
+            topo.level_index(parsed.level)
+        return
+    for j in jobs:
+        if j.constraint is not None:
+            topo.level_index(j.constraint.level)
+
+
 def add_compare_command(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
@@ -97,6 +117,13 @@ def add_compare_command(sub: Any) -> None:
     )
     p.add_argument("--trace", type=Path, required=True, help="job-trace CSV (docs/job-trace-format.md)")
     add_cluster_options(p, "nodes of the preset (default: sized for the trace's GPU time)")
+    p.add_argument(
+        "--constraint",
+        type=constraint_or_keep,
+        default=None,
+        help="multi-node gangs' topology constraint: required:LEVEL, preferred:LEVEL, none or keep "
+        "(default: the trace's own topology column, else preferred at the lowest level, leaf on superpod)",
+    )
     p.add_argument(
         "--growth",
         type=number_list(LOAD, "1,1.25,1.5"),

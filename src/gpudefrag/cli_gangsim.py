@@ -23,7 +23,13 @@ from gpudefrag.cli_suite2 import constraint_arg
 from gpudefrag.errors import ConfigError
 from gpudefrag.settings import value
 
-__all__ = ["add_cluster_options", "add_gangsim_command", "cmd_gangsim", "gang_constraint_of"]
+__all__ = [
+    "add_cluster_options",
+    "add_gangsim_command",
+    "cmd_gangsim",
+    "constraint_or_keep",
+    "gang_constraint_of",
+]
 
 SHOWN = (
     "alloc_pct",
@@ -156,7 +162,7 @@ def add_cluster_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     )
 
 
-def _constraint_or_keep(text: str) -> str:
+def constraint_or_keep(text: str) -> str:
     """``--constraint``: as suite 2 takes it, or ``keep`` (the trace's own)."""
     return "keep" if text.strip() == "keep" else constraint_arg(text)
 
@@ -237,7 +243,7 @@ def add_gangsim_command(sub: Any) -> None:
     add_cluster_options(p, "nodes of the preset (default: the window's size; needed with --trace)")
     p.add_argument(
         "--constraint",
-        type=_constraint_or_keep,
+        type=constraint_or_keep,
         default=None,
         help="multi-node gangs' constraint, e.g. required:leaf, or 'keep' the trace's (default: the "
         "trace's topology column when it has one, else preferred:leaf)",

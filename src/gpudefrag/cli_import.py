@@ -13,18 +13,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpudefrag.errors import ConfigError
+
 __all__ = ["add_import_command"]
 
 
-def _time(text: str) -> float:
-    """``--now``: an ISO time (a time without an offset is read as UTC) -> epoch seconds."""
+def _time(text: str) -> datetime:
+    """``--now``: an ISO time (``2026-12-01T00:00:00``, an offset allowed)."""
     try:
-        t = datetime.fromisoformat(text.strip())
+        return datetime.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a time like 2026-12-01T00:00:00") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.timestamp()
+
+
+def _now_s(now: datetime | None, source: str) -> float | None:
+    """``--now`` in the clock of the input: Slurm prints local times without an offset (read as
+    they are), so an offset there is refused; for pods a time without one is UTC."""
+    if now is None:
+        return None
+    if source == "slurm":
+        if now.tzinfo is not None:
+            raise ConfigError(
+                "--now: sacct prints the cluster's local time without an offset; give --now the same way"
+            )
+        return now.replace(tzinfo=UTC).timestamp()
+    return (now if now.tzinfo is not None else now.replace(tzinfo=UTC)).timestamp()
 
 
 _time.__name__ = "time"  # argparse names the type in its message
@@ -37,12 +50,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.source == "slurm":
         from gpudefrag.workloads.import_slurm import import_sacct
 
-        got = import_sacct(args.file, args.now)
+        got = import_sacct(args.file, _now_s(args.now, "slurm"))
         source = str(args.file)
     else:
         from gpudefrag.k8s.history import import_pod_dumps
 
-        got = import_pod_dumps(args.dumps, args.now)
+        got = import_pod_dumps(args.dumps, _now_s(args.now, "pods"))
         source = ", ".join(str(p) for p in args.dumps)
     if not got.jobs:
         left_out = "; ".join(f"{reason}: {n}" for reason, n in sorted(got.notes.items()))

@@ -111,8 +111,10 @@ def cmd_pooled_1b(args: argparse.Namespace) -> int:
     given = [flag for flag, yes in changed.items() if yes]
     if given:
         raise ConfigError(f"{', '.join(given)}: not with --from (the folders' settings.json say what ran)")
-    pooled = pool_folders(list(args.from_folders))
     folder = args.out or DEFAULT_OUT / "suite1b-pooled"
+    if any(folder.resolve() == f.resolve() for f in args.from_folders):
+        raise ConfigError(f"--out {folder}: one of the --from folders (its results would be overwritten)")
+    pooled = pool_folders(list(args.from_folders))
     paths = write_report(pooled.runs, pooled.config, folder, pooled.wall_s, pooled.title)
     print((folder / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -78,14 +78,14 @@ def cmd_synth(args: argparse.Namespace) -> int:
     else:
         jobs, label = _source_jobs(args.like)
         model = fit(jobs, label)
-        if args.save_model is not None:
-            save_model(model, args.save_model)
     out = generate(model, args.days, args.seed, args.growth or 1.0, args.bigger_jobs or 1.0)
     if not out:
         raise ConfigError(
             f"--days {args.days:g}: the model draws no job in so short a time; ask for more days"
         )
     write_job_trace(args.out, out)
+    if args.save_model is not None and not args.like.endswith(".json"):
+        save_model(model, args.save_model)
     gpu_h = sum(j.gpu_share * j.duration_s for j in out) / 3600.0
     print(
         f"wrote {len(out):,} jobs ({gpu_h:,.0f} GPU-hours over {args.days:g} days, seed {args.seed}) to {args.out}"

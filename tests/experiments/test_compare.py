@@ -40,6 +40,10 @@ def test_windows_are_the_days_after_a_day_of_warm_up() -> None:
     assert warmup == 0.0 and [(w.name, w.start_s, w.end_s) for w in short] == [("all", 0.0, 5001.0)]
     hourly, _ = trace_windows(jobs, 6 * 3600.0, 6 * 3600.0)
     assert len(hourly) == 12 and hourly[0].start_s == 100.0 + 6 * 3600.0
+    # at growth 1.5 a window reads 1.5 days of the trace: it starts after 1.5 days of warm-up
+    # and must read arrivals until it ends: only [100 s + 1.5 d, + 1 d) fits (it reads to 3 d)
+    grown, _ = trace_windows(jobs, DAY, DAY, 1.5)
+    assert [(w.start_s, w.end_s) for w in grown] == [(100.0 + 1.5 * DAY, 100.0 + 2.5 * DAY)]
 
 
 def test_the_cluster_carries_the_trace_and_its_largest_job() -> None:
@@ -53,7 +57,7 @@ def test_the_cluster_carries_the_trace_and_its_largest_job() -> None:
 def test_compare_writes_a_report_that_starts_with_the_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = write_job_trace(tmp_path / "mine.csv", _jobs(3.9, 300))
+    trace = write_job_trace(tmp_path / "mine.csv", _jobs(4.6, 300))
     out = tmp_path / "report"
     argv = ["compare", "--trace", str(trace), "--variants", "volcano,ours+defrag", "--growth", "1,1.5"]
     assert main([*argv, "--jobs", "1", "--no-progress", "--out", str(out)]) == 0
@@ -69,6 +73,33 @@ def test_compare_writes_a_report_that_starts_with_the_verdict(
             jobs = {r["jobs"] for r in rows if r["window"] == w and r["load"] == g}
             assert len(jobs) == 1, (w, g, jobs)
     assert (out / "charts" / "alloc_pct.png").exists()
+
+
+def test_a_topology_without_leaves_gets_its_lowest_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "mine.csv"  # no topology column: the gangs get the default constraint
+    rows = [f"{j.submit_s},{j.duration_s},{j.gpus}" for j in _jobs(2.5, 120)]
+    trace.write_text("submit_s,duration_s,gpus\n" + "\n".join(rows) + "\n")
+    argv = [
+        "compare",
+        "--trace",
+        str(trace),
+        "--topology",
+        "nvl72",
+        "--variants",
+        "volcano,ours",
+        "--growth",
+        "1",
+    ]
+    assert main([*argv, "--jobs", "1", "--no-progress", "--out", str(tmp_path / "r")]) == 0
+    assert (
+        "constraints: `preferred:nvlink` for multi-node gangs" in (tmp_path / "r" / "report.md").read_text()
+    )
+    capsys.readouterr()
+    bad = [*argv[:-2], "--growth", "1", "--constraint", "required:nosuch", "--out", str(tmp_path / "r2")]
+    assert main(bad) == 2
+    assert "nosuch" in capsys.readouterr().err and not (tmp_path / "r2").exists()
 
 
 @pytest.mark.parametrize(

@@ -111,3 +111,26 @@ def test_bad_or_missing_settings_name_the_file_and_key(
     assert "settings.json: file not found" in err and err.count("\n") == 1
     assert main(["suite", "1b", "--from", str(a), "--seeds", "1,2"]) == 2
     assert "--seeds: not with --from" in capsys.readouterr().err
+
+
+def test_hand_edited_types_partial_results_and_overwrites_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _folder(tmp_path, "a", "confirmation", 1.0)
+    data = json.loads((a / "settings.json").read_text())
+    data["config"]["restart_s"] = "60"
+    (a / "settings.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as e:
+        config_from_settings(a / "settings.json")
+    assert e.value.column == "restart_s" and "'60' is not a float" in str(e.value)
+    b = _folder(tmp_path, "b", "confirmation-2", 1.0)
+    lines = (b / "results.csv").read_text().splitlines()
+    (b / "results.csv").write_text("\n".join(line for line in lines if ",2020," not in line) + "\n")
+    with pytest.raises(InputError, match="2 runs of its settings missing"):
+        pool_folders([b])
+    c = _folder(tmp_path, "c", "confirmation-3", 1.0)
+    assert main(["suite", "1b", "--from", str(c), "--out", str(c)]) == 2
+    assert "one of the --from folders" in capsys.readouterr().err
+    assert main(["suite", "1b", "--from", str(c / "results.csv"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "settings.json: cannot read" in err and err.count("\n") == 1

@@ -115,8 +115,9 @@ def test_dumps_over_time_load_to_the_expected_jobs(tmp_path: Path) -> None:
     # the pods still running end
     assert got.jobs == [
         Job(0, 0.0, 7200.0, 2, 1000, 0, None, "default/p-a"),
-        # started at its first container start (00:10:07), later than status.startTime
-        Job(1, 600.0, 10_200.0 - 607.0, 1, 500, 0, None, "default/p-b"),
+        # started at the earliest start any dump shows: status.startTime 00:10:05 in the early
+        # dump (the late one shows its container start, 00:10:07)
+        Job(1, 600.0, 10_200.0 - 605.0, 1, 500, 0, None, "default/p-b"),
         # the gang: first member created 00:30:00, last started 00:32:00, last ended 02:32:00
         Job(2, 1800.0, 7200.0, 16, 1000, 1000, None, "default/train"),
         # started 2 s before it was created: moved to its creation, running until 02:50:00
@@ -128,6 +129,7 @@ def test_dumps_over_time_load_to_the_expected_jobs(tmp_path: Path) -> None:
         "gangs with a member that never started": 1,
         "still running (ended at the dump time: a lower bound)": 2,
         "start before submission (moved to the submission)": 1,
+        "ran under 1 s (ran 1 s)": 1,  # p-d: started at 02:50:00, the latest time in the dumps
     }
 
 
@@ -144,7 +146,7 @@ def test_the_command_writes_a_trace(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "wrote 4 jobs" in capsys.readouterr().out
     jobs = load_job_trace(out)
     assert [(j.gpus, j.gpu_milli) for j in jobs] == [(2, 1000), (1, 500), (16, 1000), (1, 250)]
-    assert jobs[1].duration_s == 3 * 3600.0 - 607.0  # running until --now
+    assert jobs[1].duration_s == 3 * 3600.0 - 607.0  # running until --now (this dump alone)
 
 
 @pytest.mark.parametrize(
@@ -189,3 +191,37 @@ def test_not_json_or_not_pods(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["import", "pods", str(nodes), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and not out.exists()
+
+
+def test_pods_gone_or_ended_without_a_finish_and_gangs_recreated(tmp_path: Path) -> None:
+    first = [
+        pod("gone", "00:00:00", 1, started="00:00:10"),  # running, then deleted before the next dump
+        pod("evicted", "00:00:00", 1, started="00:00:20"),
+        pod("w-0", "00:00:00", 8, group="g", started="00:01:00"),
+        pod("w-1", "00:00:00", 8, group="g", started="00:01:00"),
+        pod("clock", "01:00:00"),  # no GPU: only sets this dump's time (01:00:00)
+    ]
+    second = [
+        pod("evicted", "00:00:00", 1, phase="Failed", start_time="00:00:20"),  # no finishedAt
+        # the gang recreated after a failure: the same names, new pods (new uids)
+        {
+            **pod("w-0", "02:00:00", 8, group="g", started="02:01:00"),
+            "metadata": {**pod("w-0", "02:00:00", 8, group="g")["metadata"], "uid": "uid-w-0-b"},
+        },
+        {
+            **pod("w-1", "02:00:00", 8, group="g", started="02:02:00"),
+            "metadata": {**pod("w-1", "02:00:00", 8, group="g")["metadata"], "uid": "uid-w-1-b"},
+        },
+        pod("clock", "03:00:00"),
+    ]
+    got = import_pod_dumps([_dump(tmp_path, "1.json", first), _dump(tmp_path, "2.json", second)])
+    by_name = {(j.name, j.submit_s): j for j in got.jobs}
+    assert by_name[("default/gone", 0.0)].duration_s == 3600.0 - 10.0  # ends at the last dump it was in
+    assert (
+        by_name[("default/evicted", 0.0)].duration_s == 3 * 3600.0 - 20.0
+    )  # at the dump that shows it ended
+    gangs = sorted((j.submit_s, j.gpus) for j in got.jobs if j.name == "default/g")
+    assert gangs == [(0.0, 16), (7200.0, 16)]  # two incarnations of 16 GPUs, not one of 32
+    assert got.notes["gone from a later dump (ended at the last dump it was in: a lower bound)"] == 3
+    assert got.notes["ended without a finish time (ended at its dump's time)"] == 1
+    assert got.notes["gangs recreated (one job per incarnation)"] == 1

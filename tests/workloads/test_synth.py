@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpudefrag.cli import main
-from gpudefrag.errors import InputError
+from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.model.jobs import Job
 from gpudefrag.workloads.jobtrace import load_job_trace, write_job_trace
 from gpudefrag.workloads.synth import fit, generate, load_model, save_model, size_class
@@ -97,3 +97,28 @@ def test_the_command_writes_a_trace_and_refuses_what_does_not_fit(
     with pytest.raises(SystemExit) as stop:
         main(["synth", "--like", "nosuch", "--days", "2", "--out", str(out)])
     assert stop.value.code == 2 and "'nosuch': give itp, philly" in capsys.readouterr().err
+
+
+def test_batches_are_drawn_whole_and_short_traces_refused(tmp_path: Path) -> None:
+    # one-GPU sweeps of 5 jobs and lone 8-GPU jobs: a drawn batch keeps its size with its shape
+    jobs: list[Job] = []
+    for day in range(8):
+        for h in range(0, 24, 3):
+            t = day * 86_400.0 + h * HOUR
+            if h % 6:
+                jobs += [Job(len(jobs) + i, t + i, HOUR, 1) for i in range(5)]
+            else:
+                jobs.append(Job(len(jobs), t, HOUR, 8))
+    out = generate(fit(jobs), 7.0, seed=2)
+    eights = [j.submit_s for j in out if j.gpus == 8]
+    ones = [j.submit_s for j in out if j.gpus == 1]
+    assert eights and ones and len(ones) % 5 == 0
+    assert min(np.diff(sorted(eights))) > 1.0  # never a batch of 8-GPU jobs
+    with pytest.raises(ConfigError, match="a model needs a week"):
+        fit([j for j in jobs if j.submit_s < 3 * 86_400.0])
+    model = save_model(fit(jobs), tmp_path / "m.json")
+    data = model.read_text().replace('"shapes": [[8, 1000]', '"shapes": [[8, 1000, 3]')
+    (tmp_path / "bad.json").write_text(data)
+    with pytest.raises(InputError) as e:
+        load_model(tmp_path / "bad.json")
+    assert e.value.column == "shapes"

@@ -4,9 +4,13 @@ Input: one or more JSON files, each a ``List`` of Pods (what ``kubectl get pods 
 prints) or one Pod; dumps taken over time, or one dump that still holds finished pods.
 Rules (``docs/import.md``):
 
-* A pod is known by its ``metadata.uid``; when dumps disagree, the view that has ended wins,
-  else the one that started, then the one with the later start and end (a later dump has seen
-  the containers start), so the order the dumps are given in does not matter.
+* A pod is known by its ``metadata.uid``.  Its views in several dumps are merged field by field:
+  created and started at the earliest time any view shows (a container restart does not move
+  the start), ended at the latest finish of a view that has ended.  A dump's time is the latest
+  time it shows.  A pod that is not ended in any view but missing from a later dump ended while
+  nobody looked: it ends at the time of the last dump it was in (a lower bound, counted); one
+  that ended without a finish time ends at its dump's time (counted).  The order the dumps are
+  given in does not matter.
 * GPUs by the conventions the scheduler reads (:func:`~gpudefrag.k8s.requests.gpu_request`:
   ``nvidia.com/gpu``, openb's ``gpu-milli``/``gpu-count``, KAI's ``gpu-fraction``); a pod
   without GPUs is skipped (counted).  ``priority`` is ``spec.priority``.
@@ -16,9 +20,11 @@ Rules (``docs/import.md``):
   ``Failed``.  A pod that never started is skipped (counted); one still running ends at
   ``now_s`` (default: the latest time in the dumps);
   :func:`~gpudefrag.workloads.import_common.finish` applies its rules (clock skew, lower bounds).
-* A gang is the pods of one PodGroup (label ``scheduling.x-k8s.io/pod-group``, per namespace):
+* A gang is the pods of one PodGroup (label ``scheduling.x-k8s.io/pod-group``, per namespace),
+  one job per incarnation: the members in creation order, a new incarnation beginning when a
+  member's pod name comes again (its workload controller recreated the gang).  An incarnation is
   one job of all its members' GPUs, submitted with its first member, started when its last
-  member started, ended with its last member, at its members' highest priority.  A gang with a
+  member started, ended with its last member, at its members' highest priority.  One with a
   member that never started is skipped (counted); members must ask whole GPUs.
 
 Every malformed pod raises :class:`~gpudefrag.errors.InputError` naming the file, the item
@@ -29,8 +35,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +53,8 @@ _ENDED = ("Succeeded", "Failed")
 
 @dataclass(frozen=True)
 class PodView:
-    """One pod as one dump shows it (epoch seconds; ``None``: not yet)."""
+    """One pod as one dump shows it (epoch seconds; ``None``: not yet); ``ended``: its phase is
+    Succeeded or Failed (``end_s`` may still be unknown)."""
 
     uid: str
     ref: str
@@ -58,24 +65,16 @@ class PodView:
     gpus: int
     gpu_milli: int
     priority: int
-
-    def rank(self) -> tuple[bool, bool, float, float]:
-        """Which of two views of one pod says more: ended, started, then the later times."""
-        ninf = float("-inf")
-        return (
-            self.end_s is not None,
-            self.start_s is not None,
-            ninf if self.start_s is None else self.start_s,
-            ninf if self.end_s is None else self.end_s,
-        )
+    ended: bool = False
+    dump_s: float = 0.0  # the time of the dump it is in
 
 
 def _map(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _times(ref: str, status: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(start, end) of a pod from its status (module docstring)."""
+def _times(ref: str, status: Mapping[str, Any]) -> tuple[float | None, float | None, bool]:
+    """(start, end, ended) of a pod from its status (module docstring)."""
     starts: list[float] = []
     ends: list[float] = []
     statuses = status.get("containerStatuses") or []
@@ -99,7 +98,7 @@ def _times(ref: str, status: Mapping[str, Any]) -> tuple[float | None, float | N
         start = parse_time_s(status["startTime"], ref, "status.startTime")
     ended = status.get("phase") in _ENDED
     end = max(ends) if ended and ends else None
-    return start, end
+    return start, end, ended
 
 
 def pod_view(obj: Mapping[str, Any]) -> PodView:
@@ -114,15 +113,24 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
     if meta.get("creationTimestamp") is None:
         raise ObjectError(ref, "metadata.creationTimestamp", "missing (when was the pod created?)")
     created = parse_time_s(meta["creationTimestamp"], ref, "metadata.creationTimestamp")
-    priority = spec.get("priority", 0)
+    priority = spec.get("priority") or 0
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise ObjectError(ref, "spec.priority", f"{priority!r} is not an integer")
-    start, end = _times(ref, _map(obj.get("status")))
+    start, end, ended = _times(ref, _map(obj.get("status")))
     group = _map(meta.get("labels")).get(names.POD_GROUP_LABEL)
     namespace = str(meta.get("namespace") or "default")
     uid = str(meta.get("uid") or f"{ref}@{meta['creationTimestamp']}")
     return PodView(
-        uid, ref, f"{namespace}/{group}" if group else None, created, start, end, num_gpu, milli, priority
+        uid,
+        ref,
+        f"{namespace}/{group}" if group else None,
+        created,
+        start,
+        end,
+        num_gpu,
+        milli,
+        priority,
+        ended,
     )
 
 
@@ -150,17 +158,49 @@ def read_dump(path: Path) -> list[PodView]:
             out.append(pod_view(obj))
         except ObjectError as e:
             raise InputError(path, f"item {i} ({e.obj}): {e.reason}", column=e.field) from None
+    dump_s = max((t for v in out for t in (v.created_s, v.start_s, v.end_s) if t is not None), default=0.0)
+    return [replace(v, dump_s=dump_s) for v in out]
+
+
+def _merge(views: list[PodView], dump_times: list[float], notes: Counter[str]) -> dict[str, PodView]:
+    """One view per uid, merged field by field (module docstring)."""
+    by_uid: dict[str, list[PodView]] = {}
+    for v in views:
+        by_uid.setdefault(v.uid, []).append(v)
+    out: dict[str, PodView] = {}
+    for uid, seen in by_uid.items():
+        last = max(seen, key=lambda v: v.dump_s)
+        starts = [v.start_s for v in seen if v.start_s is not None]
+        finished = [v for v in seen if v.ended]
+        ends = [v.end_s for v in finished if v.end_s is not None]
+        end: float | None = max(ends) if ends else None
+        if finished and end is None:
+            notes["ended without a finish time (ended at its dump's time)"] += 1
+            end = min(v.dump_s for v in finished)
+        elif not finished and starts and any(t > last.dump_s for t in dump_times):
+            notes["gone from a later dump (ended at the last dump it was in: a lower bound)"] += 1
+            end = last.dump_s
+        out[uid] = replace(
+            last,
+            created_s=min(v.created_s for v in seen),
+            start_s=min(starts) if starts else None,
+            end_s=end,
+            ended=end is not None,
+        )
     return out
 
 
-def _merge(views: Iterable[PodView]) -> dict[str, PodView]:
-    """One view per uid: the one that says most (``PodView.rank``), the last given on a tie."""
-    best: dict[str, PodView] = {}
-    for v in views:
-        old = best.get(v.uid)
-        if old is None or v.rank() >= old.rank():
-            best[v.uid] = v
-    return best
+def _incarnations(members: list[PodView]) -> list[list[PodView]]:
+    """A PodGroup's members split where a pod name comes again (module docstring)."""
+    out: list[list[PodView]] = []
+    names: set[str] = set()
+    for m in sorted(members, key=lambda m: (m.created_s, m.ref)):
+        if not out or m.ref in names:
+            out.append([])
+            names = set()
+        out[-1].append(m)
+        names.add(m.ref)
+    return out
 
 
 def _job(members: list[PodView], name: str, notes: Counter[str]) -> RawJob | None:
@@ -193,7 +233,8 @@ def import_pod_dumps(paths: list[Path], now_s: float | None = None) -> Imported:
     views: list[PodView] = []
     for p in paths:
         views += read_dump(p)
-    pods = _merge(views)
+    dump_times = sorted({v.dump_s for v in views})
+    pods = _merge(views, dump_times, notes)
     notes["pods without GPUs"] = sum(v.gpus == 0 for v in pods.values())
     pods = {uid: v for uid, v in pods.items() if v.gpus > 0}
     if not notes["pods without GPUs"]:
@@ -203,20 +244,24 @@ def import_pod_dumps(paths: list[Path], now_s: float | None = None) -> Imported:
     )
     groups: dict[str, list[PodView]] = {}
     raw: list[RawJob] = []
-    for v in pods.values():
+    for v in sorted(pods.values(), key=lambda v: (v.created_s, v.ref)):
         if v.group is not None:
             groups.setdefault(v.group, []).append(v)
             continue
         job = _job([v], v.ref.removeprefix("pods/"), notes)
         if job is not None:
             raw.append(job)
-    for name, members in groups.items():
-        try:
-            job = _job(members, name, notes)
-        except ValueError as e:
-            raise InputError(paths[0] if len(paths) == 1 else ", ".join(map(str, paths)), str(e)) from None
-        if job is not None:
-            raw.append(job)
+    for name, members in sorted(groups.items()):
+        parts = _incarnations(members)
+        if len(parts) > 1:
+            notes["gangs recreated (one job per incarnation)"] += 1
+        for part in parts:
+            try:
+                job = _job(part, name, notes)
+            except ValueError as e:
+                raise InputError(part[0].ref, str(e)) from None
+            if job is not None:
+                raw.append(job)
     if not raw and not notes:
         raise InputError(", ".join(map(str, paths)), "no pods in the dumps")
     return finish(raw, latest if now_s is None else now_s, notes)

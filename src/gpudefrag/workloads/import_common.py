@@ -52,7 +52,8 @@ class Imported:
 def finish(raw: list[RawJob], now_s: float, notes: Counter[str]) -> Imported:
     """Jobs from ``raw``: a running job ends at ``now_s`` (its duration a lower bound), a start
     before the submission is moved to it, a duration below :data:`MIN_DURATION_S` is raised to
-    it; ``submit_s`` counts from the earliest submission; ids follow (submit, input order)."""
+    it (both counted); ``submit_s`` counts from the earliest submission; ids follow the jobs'
+    contents (submit, start, name, size, duration), so the order of the input does not matter."""
     if not raw:
         return Imported([], 0.0, now_s, notes)
     origin = min(r.submit_s for r in raw)
@@ -68,10 +69,15 @@ def finish(raw: list[RawJob], now_s: float, notes: Counter[str]) -> Imported:
             end = max(now_s, start)
         duration = end - start
         if duration < MIN_DURATION_S:
-            if duration < 0:
-                notes["end before start (clock skew; ran 1 s)"] += 1
+            notes[
+                "end before start (clock skew; ran 1 s)" if duration < 0 else "ran under 1 s (ran 1 s)"
+            ] += 1
             duration = MIN_DURATION_S
         jobs.append(Job(0, r.submit_s - origin, duration, r.gpus, r.gpu_milli, r.priority, None, r.name))
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
+    starts = [max(r.start_s, r.submit_s) for r in raw]
+    order = sorted(
+        range(len(jobs)),
+        key=lambda i: (jobs[i].submit_s, starts[i], jobs[i].name, jobs[i].gpus, jobs[i].duration_s, i),
+    )
     numbered = [replace(jobs[i], job_id=k) for k, i in enumerate(order)]
     return Imported(numbered, origin, now_s, notes)

@@ -172,7 +172,12 @@ def import_sacct(path: str | Path, now_s: float | None = None) -> Imported:
             notes[f"never started ({get('State').split()[0] if get('State').strip() else 'no state'})"] += 1
             continue
         if gpus == 0:
-            notes["CPU-only jobs (no GPU in AllocTRES)"] += 1
+            empty = not get("AllocTRES").strip()
+            notes[
+                "no allocation (AllocTRES empty: never ran)"
+                if empty
+                else "CPU-only jobs (no GPU in AllocTRES)"
+            ] += 1
             continue
         name = (get("JobName").strip() if "JobName" in col else "") or job_id
         raw.append(RawJob(submit, start, end, gpus, milli, priority, name))

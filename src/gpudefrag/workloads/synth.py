@@ -7,12 +7,14 @@ The model (:func:`fit`), every part read from the trace's jobs:
   of the week (168 rates, each the batches of that hour over the weeks the trace covers it;
   week phase counted from the trace's first submission), times a **day factor** per day drawn
   from the trace's own days (each day's batches over what the hour profile expects for it: its
-  busy and quiet days, its bursts).  A batch's size (how many jobs) is drawn from the trace's
-  batch sizes, and the gaps between its jobs from the trace's gaps inside batches.  Submit times
-  keep the trace's resolution (whole seconds when every submission in it is).
-* **Job shape.**  A batch's jobs share one shape, (GPUs, milli-GPU per GPU), drawn from the
-  trace's batch leaders' shapes; ``bigger_jobs`` F multiplies the weight of every shape of 8 GPUs
-  or more by F (then renormalised).
+  busy and quiet days, its bursts).  Submit times keep the trace's resolution (whole seconds
+  when every submission in it is).  The trace must span a week at least (every hour of the
+  week seen once).
+* **Job shape.**  A batch is one of the trace's batches, drawn whole: its size (how many jobs)
+  and its jobs' shape, (GPUs, milli-GPU per GPU), come together (a sweep of 500 one-GPU jobs
+  stays one), while the gaps between its jobs are drawn from the trace's gaps inside batches;
+  ``bigger_jobs`` F multiplies the weight of every batch of 8-GPU jobs or more by F (then
+  renormalised).
 * **Durations by size.**  Each job's duration is one of the trace's durations of its size class
   (1, 2-4, 5-8, 9-32, 33+ GPUs; the nearest class with jobs when its own has none), times a
   lognormal jitter of sigma :data:`DURATION_JITTER` (so no two draws repeat exactly).
@@ -60,10 +62,10 @@ class WorkloadModel:
     source: str
     hourly_batches: list[float]  # mean batches per hour, by hour of the week
     day_factors: list[float]  # each day's batches over the hour profile's expectation, drawn from
-    batch_sizes: list[int]  # the trace's batch sizes (jobs per batch), drawn from
+    batch_sizes: list[int]  # each batch's size (jobs), drawn with its shape (same index)
     batch_gaps: list[float]  # the gaps between consecutive jobs inside its batches, drawn from
     resolution_s: float  # 1.0 when every submission is a whole second, else 0 (none)
-    shapes: list[tuple[int, int]]  # (gpus, gpu_milli) of each batch leader, drawn from
+    shapes: list[tuple[int, int]]  # (gpus, gpu_milli) of each batch's jobs (its leader's)
     durations_by_class: list[list[float]]  # by size class
     priorities_by_class: list[list[int]]  # by size class
 
@@ -86,7 +88,12 @@ def fit(jobs: list[Job], source: str = "") -> WorkloadModel:
         raise ConfigError(f"{source or 'the trace'}: {len(jobs)} jobs are too few to fit a workload model")
     jobs = sorted(jobs, key=lambda j: j.submit_s)
     origin = jobs[0].submit_s
-    span_s = max(jobs[-1].submit_s - origin, 3600.0)
+    span_s = jobs[-1].submit_s - origin
+    if span_s < WEEK_S:
+        raise ConfigError(
+            f"{source or 'the trace'}: submissions span {span_s / 86_400:.1f} days; a model needs a week "
+            "(each hour of the week seen at least once)"
+        )
     batches = _batches(jobs)
     starts = np.array([b[0].submit_s - origin for b in batches])
     hours = (starts // 3600).astype(np.int64)
@@ -154,8 +161,7 @@ def generate(
             if t >= days * 86_400.0:
                 continue
             pick = min(int(np.searchsorted(cum_weight, rng.random(), side="right")), len(shapes) - 1)
-            gpus, milli = int(shapes[pick, 0]), int(shapes[pick, 1])
-            k = int(sizes[rng.integers(len(sizes))])
+            gpus, milli, k = int(shapes[pick, 0]), int(shapes[pick, 1]), int(sizes[pick])
             cls = size_class(gpus)
             pool_d = _nearest(model.durations_by_class, cls)
             pool_p = _nearest(model.priorities_by_class, cls)
@@ -163,6 +169,8 @@ def generate(
             for i in range(k):
                 if i:
                     at += float(gaps[rng.integers(gaps.size)])
+                if at >= days * 86_400.0:
+                    break
                 d = float(pool_d[rng.integers(len(pool_d))]) * float(rng.lognormal(0.0, DURATION_JITTER))
                 when = float(math.floor(at)) if model.resolution_s == 1.0 else round(at, 3)
                 prio = int(pool_p[rng.integers(len(pool_p))])
@@ -172,22 +180,83 @@ def generate(
 
 
 def save_model(model: WorkloadModel, path: Path) -> Path:
-    """The model as JSON (``gpudefrag synth --like MODEL.json`` reads it back)."""
-    path.write_text(json.dumps(asdict(model)) + "\n")
+    """The model as JSON, written atomically (``gpudefrag synth --like MODEL.json`` reads it)."""
+    from gpudefrag.experiments.common.atomic import atomic_write
+
+    try:
+        with atomic_write(path) as fh:
+            fh.write(json.dumps(asdict(model)) + "\n")
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from None
     return path
 
 
 def load_model(path: Path) -> WorkloadModel:
-    """A model written by :func:`save_model`; a bad file is an :class:`InputError`."""
+    """A model written by :func:`save_model`; a bad file is an :class:`InputError` naming the field."""
     try:
-        data = json.loads(path.read_text())
-        model = WorkloadModel(**{**data, "shapes": [tuple(s) for s in data["shapes"]]})
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
-    except (json.JSONDecodeError, TypeError, KeyError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(path, f"not a workload model: {e}") from None
-    if len(model.hourly_batches) != HOURS_PER_WEEK or not model.shapes or not model.batch_sizes:
-        raise InputError(path, "not a workload model: wrong hourly_batches, shapes or batch_sizes")
-    if any(not (1 <= m <= GPU_MILLI_PER_GPU) for _, m in model.shapes):
-        raise InputError(path, "a shape's gpu_milli is outside 1..1000", column="shapes")
-    return model
+    if not isinstance(data, dict):
+        raise InputError(path, "not a workload model (a JSON object)")
+    fields = WorkloadModel.__dataclass_fields__
+    for name in fields:
+        if name not in data:
+            raise InputError(path, "not a workload model: missing", column=name)
+
+    def numbers(name: str, kind: type = float, low: float = 0.0) -> list:
+        value = data[name]
+        ok = (
+            isinstance(value, list)
+            and value
+            and all(
+                isinstance(x, int | float)
+                and not isinstance(x, bool)
+                and x >= low
+                and (kind is float or x == int(x))
+                for x in value
+            )
+        )
+        if not ok:
+            raise InputError(path, f"not a list of {kind.__name__}s >= {low:g}", column=name)
+        return [kind(x) for x in value]
+
+    hourly = numbers("hourly_batches")
+    if len(hourly) != HOURS_PER_WEEK:
+        raise InputError(path, f"{len(hourly)} rates, not {HOURS_PER_WEEK}", column="hourly_batches")
+    shapes = data["shapes"]
+    if not (
+        isinstance(shapes, list)
+        and shapes
+        and all(
+            isinstance(s, list)
+            and len(s) == 2
+            and all(isinstance(x, int) for x in s)
+            and s[0] >= 1
+            and 1 <= s[1] <= GPU_MILLI_PER_GPU
+            for s in shapes
+        )
+    ):
+        raise InputError(path, "not a list of [gpus >= 1, gpu_milli 1..1000]", column="shapes")
+    sizes = numbers("batch_sizes", int, 1)
+    if len(sizes) != len(shapes):
+        raise InputError(path, "one batch size per shape", column="batch_sizes")
+    by_class = []
+    for name in ("durations_by_class", "priorities_by_class"):
+        value = data[name]
+        if not (isinstance(value, list) and len(value) == len(SIZE_CLASSES) + 1 and any(value)):
+            raise InputError(path, f"not {len(SIZE_CLASSES) + 1} lists", column=name)
+        by_class.append(value)
+    return WorkloadModel(
+        str(data["source"]),
+        hourly,
+        numbers("day_factors"),
+        sizes,
+        numbers("batch_gaps"),
+        float(data["resolution_s"]),
+        [(int(g), int(m)) for g, m in shapes],
+        [[float(x) for x in c] for c in by_class[0]],
+        [[int(x) for x in c] for c in by_class[1]],
+    )

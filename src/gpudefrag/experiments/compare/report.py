@@ -5,8 +5,8 @@ The verdict, per growth: ours (with defragmentation when it ran) against the bes
 placement-only baselines that ran (highest mean allocation, :func:`~gpudefrag.experiments.
 suite2.report.best_placement_baseline`), paired by window: allocation and goodput (allocation
 net of the GPU time moves waste) with 95 % CIs across windows and the windows won; the p95 wait
-of all jobs and of jobs of 32 or more GPUs (jobs still pending at a window's end counted as
-waiting to its end); and the GPU-hours moves lose per window.  With one window there is no
+of the jobs that started, and of jobs of 32 or more GPUs with those still pending at a window's
+end counted as waiting to its end; and the GPU-hours moves lose per window.  With one window there is no
 interval (``n/a``).
 """
 
@@ -72,7 +72,7 @@ def verdict_lines(runs: list[Run2], plan: ComparePlan) -> list[str]:
         lines.append(
             f"- **{g:g}x**: {ours} instead of {ref} (the best placement-only baseline) changes allocation by "
             f"{_ci(alloc, 'pp')} (better on {alloc.wins} of {n} windows, worse on {alloc.losses}), goodput "
-            f"net of moves by {_ci(good, 'pp')}, the p95 wait by {_ci(wait, 's', 0)} and the p95 wait of "
+            f"net of moves by {_ci(good, 'pp')}, the p95 wait of the jobs that started by {_ci(wait, 's', 0)} and the p95 wait of "
             f"32+ GPU jobs (pending ones counted) by {_ci(big, 's', 0)}; its moves lose {lost:,.1f} GPU-hours "
             "per window."
         )
@@ -85,7 +85,8 @@ def markdown(runs: list[Run2], plan: ComparePlan, jobs: int, wall_s: float) -> s
     where = (
         f"topology file {plan.topology_file}"
         if plan.topology_file is not None
-        else f"`{cfg.topology}` of {plan.nodes} nodes (leaf groups of {cfg.leaf_nodes})"
+        else f"`{cfg.topology}` of {plan.nodes} nodes"
+        + (f" (leaf groups of {cfg.leaf_nodes})" if cfg.topology == "superpod" else "")
     )
     constraint = (
         "the trace's own"

@@ -28,7 +28,7 @@ from gpudefrag.errors import ConfigError, InputError
 from gpudefrag.experiments.common.atomic import atomic_write
 from gpudefrag.experiments.suite1b.config import SEED_SETS, seed_set_name
 from gpudefrag.experiments.suite1b.runs import Run1b
-from gpudefrag.experiments.suite1b.suite import METRICS, Suite1bConfig
+from gpudefrag.experiments.suite1b.suite import METRICS, Suite1bConfig, tasks
 from gpudefrag.settings import check
 
 __all__ = ["Pooled", "config_from_settings", "pool_folders", "read_results", "write_settings"]
@@ -66,18 +66,43 @@ def _rebuilt(default: Any, data: Any, path: Path, key: str) -> Any:
         if not isinstance(data, list):
             raise InputError(path, "expected a list", column=key)
         item = default[0] if default else None
-        return tuple(_rebuilt(item, x, path, key) if isinstance(x, list | dict) else x for x in data)
-    return data
+        return tuple(_rebuilt(item, x, path, f"{key}.{i}") for i, x in enumerate(data))
+    return _scalar(default, data, path, key)
+
+
+def _scalar(default: Any, data: Any, path: Path, key: str) -> Any:
+    """``data`` as the type of ``default`` (a float takes an integer; ``None`` takes any scalar),
+    else an error naming the key."""
+    if default is None or data is None:
+        if data is None or isinstance(data, bool | int | float | str):
+            return data
+    elif isinstance(default, bool):
+        if isinstance(data, bool):
+            return data
+    elif isinstance(default, int):
+        if isinstance(data, int) and not isinstance(data, bool):
+            return data
+    elif isinstance(default, float):
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            return float(data)
+    elif isinstance(default, str):
+        if isinstance(data, str):
+            return data
+    else:
+        return data
+    raise InputError(path, f"{data!r} is not a {type(default).__name__}", column=key)
 
 
 def config_from_settings(path: Path) -> tuple[Suite1bConfig, float]:
     """(configuration, wall seconds) of a ``settings.json``; every value checked in its range."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(path, "file not found (a folder written before runs kept their settings)") from None
     except json.JSONDecodeError as e:
         raise InputError(path, f"not valid JSON: {e.msg}", e.lineno) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     if not isinstance(data, dict) or "config" not in data:
         raise InputError(path, "no 'config' table", column="config")
     config = _rebuilt(Suite1bConfig(), data["config"], path, "")
@@ -85,16 +110,21 @@ def config_from_settings(path: Path) -> tuple[Suite1bConfig, float]:
         check(config, str(path))
     except ConfigError as e:
         raise InputError(path, str(e)) from None
-    return config, float(data.get("wall_s", math.nan))
+    wall_s = data.get("wall_s", math.nan)
+    if isinstance(wall_s, bool) or not isinstance(wall_s, int | float):
+        raise InputError(path, f"{wall_s!r} is not a number", column="wall_s")
+    return config, float(wall_s)
 
 
 def read_results(path: Path) -> list[Run1b]:
     """The runs of a ``results.csv`` (one row per metric, plus ``event_hash`` and ``wall_s``)."""
     runs: dict[tuple[str, float, int, float], dict[str, Any]] = {}
     try:
-        fh = path.open(newline="")
+        fh = path.open(newline="", encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
     with fh:
         reader = csv.DictReader(fh)
         if reader.fieldnames != ["variant", "load", "seed", "restart_s", "metric", "value"]:
@@ -110,7 +140,9 @@ def read_results(path: Path) -> list[Run1b]:
                 else:
                     got["metrics"][row["metric"]] = float(row["value"])
             except (TypeError, ValueError):
-                raise InputError(path, "not a number", line) from None
+                raise InputError(path, "not a number", line, "value") from None
+            except UnicodeDecodeError:
+                raise InputError(path, "not UTF-8 text", line) from None
     out = []
     for (variant, load, seed, restart_s), got in runs.items():
         missing = [m for m in METRICS if m not in got["metrics"]]
@@ -122,6 +154,10 @@ def read_results(path: Path) -> list[Run1b]:
             Run1b(variant, load, seed, restart_s, got["metrics"], got["event_hash"], got.get("wall_s", 0.0))
         )
     return out
+
+
+def _version(path: Path) -> str:
+    return str(json.loads(path.read_text(encoding="utf-8")).get("version", "?"))
 
 
 def _differences(a: Any, b: Any, key: str = "") -> list[str]:
@@ -156,6 +192,10 @@ def pool_folders(folders: list[Path]) -> Pooled:
         config, wall_s = config_from_settings(folder / SETTINGS_JSON)
         loaded.append((folder, config, wall_s, read_results(folder / RESULTS_CSV)))
     first_folder, first = loaded[0][0], asdict(replace(loaded[0][1], seeds=()))
+    versions = {folder: _version(folder / SETTINGS_JSON) for folder, *_ in loaded}
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{f} {v}" for f, v in versions.items())
+        raise ConfigError(f"the folders ran different versions ({listed}): they cannot be pooled")
     seen: dict[int, Path] = {}
     sets = []
     for folder, config, _, runs in loaded:
@@ -173,11 +213,15 @@ def pool_folders(folders: list[Path]) -> Pooled:
             if s in seen:
                 raise ConfigError(f"seed {s} is in both {seen[s]} and {folder}: a seed counts once")
             seen[s] = folder
-        ran = {r.seed for r in runs}
-        if ran - set(config.seeds):
-            raise InputError(
-                folder / RESULTS_CSV, f"seeds {sorted(ran - set(config.seeds))} are not in its settings"
+        wanted = {(v, float(load), s, float(r)) for _, v, load, s, r in tasks(config)}
+        ran = {(r.variant, r.load, r.seed, r.restart_s) for r in runs}
+        if ran != wanted:
+            missing, extra = sorted(wanted - ran), sorted(ran - wanted)
+            what = f"{len(missing)} runs of its settings missing (e.g. {missing[0]})" if missing else ""
+            what += ("; " if what else "") + (
+                f"{len(extra)} runs not in its settings (e.g. {extra[0]})" if extra else ""
             )
+            raise InputError(folder / RESULTS_CSV, f"{what}: only whole runs of a set are pooled")
         name = seed_set_name(config.seeds)
         sets.append(name or f"{folder.name} ({len(config.seeds)} seeds)")
     runs = [r for _, _, _, rs in loaded for r in rs]
