@@ -15,6 +15,10 @@ from gpudefrag.frag.typical import typical_pods
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodSpec, pod_batch
 
+LOADED_MACHINE_S = 60.0
+"""The solves stop on their deterministic time; a wall-clock budget this long only guards
+against a stuck solve, so a starved test process (a busy machine) decides as a quiet one does."""
+
 OLD_SHARED = PodSpec(2000, 8192, 1, 810, name="old-shared")
 YOUNG_WHOLE = PodSpec(2000, 8192, 1, 1000, name="young-whole")
 
@@ -53,7 +57,10 @@ def test_an_old_shared_pod_keeps_its_gpu_once_its_wait_outweighs_the_milli(
     # then a 1-GPU pod that just arrived.  Only one of them fits.  FGD places in queue order (the
     # old pod); the solver's objective decides whether the younger whole-GPU pod replaces it.
     typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
-    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=weight, min_solver_batch=1))
+    placer = BatchPlacer(
+        typical,
+        SolverConfig(time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=weight, min_solver_batch=1),
+    )
     result = placer.place(one_gpu_node(), [OLD_SHARED, YOUNG_WHOLE], waited_s=[300.0, 0.0])
     assert [p.pod.name for p in result.placements if p is not None] == [placed]
     assert result.stats.source == ("fgd" if placed == "old-shared" else "solver")
@@ -63,12 +70,12 @@ def test_a_negative_or_infinite_weight_is_refused() -> None:
     typical = typical_pods(pod_batch([OLD_SHARED]))
     for weight in (-1.0, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="age_weight_milli_per_s"):
-            BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=weight))
+            BatchPlacer(typical, SolverConfig(time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=weight))
 
 
 def test_waits_must_match_the_batch() -> None:
     typical = typical_pods(pod_batch([OLD_SHARED]))
-    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0))
+    placer = BatchPlacer(typical, SolverConfig(time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=1.0))
     with pytest.raises(ValueError, match="2 waits for 1 pods"):
         placer.place(one_gpu_node(), [OLD_SHARED], waited_s=[1.0, 2.0])
 
@@ -82,7 +89,7 @@ def test_never_worse_than_fgd_with_ages(data, gen, typical_small) -> None:
     above = data.draw(st.sampled_from([0, 500]))  # with and without whole-GPU bonuses
     most = data.draw(st.sampled_from([0, 1]))  # every pod ages, or only pods of <= 1 GPU
     config = SolverConfig(
-        time_limit_s=2.0,
+        time_limit_s=LOADED_MACHINE_S,
         deterministic_time=0.05,
         age_weight_milli_per_s=2.0,
         whole_gpu_above_milli=above,
@@ -130,7 +137,12 @@ def test_a_large_sharing_pod_counts_as_a_whole_gpu(above: int, waited_s: float, 
     # One node with one GPU; the batch in queue order: an 810-milli pod, then a 1-GPU pod.
     # Aging 1 milli/s, the older pod has waited ``waited_s`` and the younger none.
     typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
-    config = SolverConfig(age_weight_milli_per_s=1.0, whole_gpu_above_milli=above, min_solver_batch=1)
+    config = SolverConfig(
+        time_limit_s=LOADED_MACHINE_S,
+        age_weight_milli_per_s=1.0,
+        whole_gpu_above_milli=above,
+        min_solver_batch=1,
+    )
     placer = BatchPlacer(typical, config)
     result = placer.place(one_gpu_node(), [OLD_SHARED, YOUNG_WHOLE], waited_s=[waited_s, 0.0])
     assert [p.pod.name for p in result.placements if p is not None] == [placed]
@@ -138,10 +150,13 @@ def test_a_large_sharing_pod_counts_as_a_whole_gpu(above: int, waited_s: float, 
 
 def test_pod_bonuses_add_age_and_whole_gpu_bonuses() -> None:
     typical = typical_pods(pod_batch([OLD_SHARED, YOUNG_WHOLE]))
-    placer = BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0, whole_gpu_above_milli=700))
+    placer = BatchPlacer(
+        typical,
+        SolverConfig(time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=1.0, whole_gpu_above_milli=700),
+    )
     assert placer.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], [30.0, 5.0]) == [220, 5]
     assert placer.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], []) == [190, 0]  # no waits given
-    plain = BatchPlacer(typical, SolverConfig())
+    plain = BatchPlacer(typical, SolverConfig(time_limit_s=LOADED_MACHINE_S))
     assert plain.pod_bonuses([OLD_SHARED, YOUNG_WHOLE], [30.0, 5.0]) == []
 
 
@@ -149,7 +164,7 @@ def test_pod_bonuses_add_age_and_whole_gpu_bonuses() -> None:
 def test_a_whole_gpu_line_outside_a_gpu_is_refused(above: int) -> None:
     typical = typical_pods(pod_batch([OLD_SHARED]))
     with pytest.raises(ValueError, match="whole_gpu_above_milli"):
-        BatchPlacer(typical, SolverConfig(whole_gpu_above_milli=above))
+        BatchPlacer(typical, SolverConfig(time_limit_s=LOADED_MACHINE_S, whole_gpu_above_milli=above))
 
 
 # ---------------------------------------------------------------- no age bonus for multi-GPU pods
@@ -180,7 +195,9 @@ def test_age_max_gpus_keeps_the_age_bonus_to_small_pods(most: int, placed: list[
     # FGD places in queue order (the pair); the solver replaces it only when its objective says so.
     pods = [OLD_PAIR, YOUNG_ONE_A, YOUNG_ONE_B]
     typical = typical_pods(pod_batch(pods))
-    config = SolverConfig(age_weight_milli_per_s=1.0, age_max_gpus=most, min_solver_batch=1)
+    config = SolverConfig(
+        time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=1.0, age_max_gpus=most, min_solver_batch=1
+    )
     placer = BatchPlacer(typical, config)
     assert placer.age_bonuses(pods, [3000.0, 10.0, 10.0]) == ([3000, 10, 10] if most != 1 else [0, 10, 10])
     result = placer.place(two_gpu_node(), pods, waited_s=[3000.0, 10.0, 10.0])
@@ -191,4 +208,6 @@ def test_age_max_gpus_keeps_the_age_bonus_to_small_pods(most: int, placed: list[
 def test_a_negative_age_max_gpus_is_refused() -> None:
     typical = typical_pods(pod_batch([OLD_PAIR]))
     with pytest.raises(ValueError, match="age_max_gpus"):
-        BatchPlacer(typical, SolverConfig(age_weight_milli_per_s=1.0, age_max_gpus=-1))
+        BatchPlacer(
+            typical, SolverConfig(time_limit_s=LOADED_MACHINE_S, age_weight_milli_per_s=1.0, age_max_gpus=-1)
+        )
