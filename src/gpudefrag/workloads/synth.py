@@ -181,12 +181,19 @@ def generate(
 
 def save_model(model: WorkloadModel, path: Path) -> Path:
     """The model as JSON, written atomically (``gpudefrag synth --like MODEL.json`` reads it)."""
-    from gpudefrag.experiments.common.atomic import atomic_write
+    import os
+    import tempfile
 
     try:
-        with atomic_write(path) as fh:
-            fh.write(json.dumps(asdict(model)) + "\n")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(asdict(model)) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
         raise InputError(path, f"cannot write: {e.strerror or e}") from None
     return path
 
