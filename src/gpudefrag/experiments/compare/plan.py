@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from gpudefrag.errors import ConfigError
@@ -75,7 +76,7 @@ class ComparePlan:
     topology_file: Path | None
     gang_constraint: str  # "keep": the trace's own
 
-    @property
+    @cached_property
     def gpus_per_node(self) -> int:
         if self.topology_file is not None:
             return load_topology(self.topology_file).max_gpus_per_node

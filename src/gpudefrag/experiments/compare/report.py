@@ -23,21 +23,13 @@ from gpudefrag.experiments.compare.plan import ComparePlan
 from gpudefrag.experiments.suite2.report import (
     best_placement_baseline,
     load_sections,
+    window_values,
     write_charts,
     write_csv,
 )
 from gpudefrag.experiments.suite2.suite import Run2
 
 __all__ = ["verdict_lines", "write_compare_report"]
-
-
-def _values(
-    runs: list[Run2], windows: tuple[str, ...], growth: float, variant: str, metric: str
-) -> np.ndarray:
-    by = {
-        r.window: r.metrics.get(metric, math.nan) for r in runs if r.load == growth and r.variant == variant
-    }
-    return np.array([by.get(w, math.nan) for w in windows], dtype=np.float64)
 
 
 def _ci(p: Paired, unit: str, digits: int = 2) -> str:
@@ -61,13 +53,16 @@ def verdict_lines(runs: list[Run2], plan: ComparePlan) -> list[str]:
             continue
 
         def pair(metric: str, g: float = g, ref: str = ref, ours: str = ours) -> Paired:
-            a, b = _values(runs, cfg.windows, g, ours, metric), _values(runs, cfg.windows, g, ref, metric)
+            a, b = (
+                window_values(runs, g, ours, metric, cfg.windows),
+                window_values(runs, g, ref, metric, cfg.windows),
+            )
             both = np.isfinite(a) & np.isfinite(b)  # e.g. a window without 32+ GPU jobs
             return paired(a[both], b[both])
 
         alloc, good = pair("alloc_pct"), pair("goodput_pct")
         wait, big = pair("wait_p95_s"), pair("wait_p95_s_32p_censored")
-        lost = float(np.nanmean(_values(runs, cfg.windows, g, ours, "gpu_hours_lost")))
+        lost = float(np.nanmean(window_values(runs, g, ours, "gpu_hours_lost", cfg.windows)))
         n = len(cfg.windows)
         lines.append(
             f"- **{g:g}x**: {ours} instead of {ref} (the best placement-only baseline) changes allocation by "

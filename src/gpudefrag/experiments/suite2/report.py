@@ -20,7 +20,7 @@ from gpudefrag.experiments.common.stats import Paired, paired
 from gpudefrag.experiments.suite2.config import BASELINES, PLACEMENT_BASELINES, Suite2Config
 from gpudefrag.experiments.suite2.suite import Run2
 
-__all__ = ["bars", "load_sections", "markdown", "write_report"]
+__all__ = ["bars", "load_sections", "markdown", "window_values", "write_report"]
 
 TABLE_METRICS = (
     ("alloc_pct", "alloc %", 2),
@@ -72,7 +72,10 @@ IDLE_NOTE = (
 )
 
 
-def _values(runs: list[Run2], load: float, variant: str, metric: str, windows: tuple[str, ...]) -> np.ndarray:
+def window_values(
+    runs: list[Run2], load: float, variant: str, metric: str, windows: tuple[str, ...]
+) -> np.ndarray:
+    """``metric`` of ``variant`` at ``load``, one value per window in ``windows`` order (NaN where it did not run)."""
     by = {r.window: r.metrics.get(metric, math.nan) for r in runs if r.load == load and r.variant == variant}
     return np.array([by.get(w, math.nan) for w in windows], dtype=np.float64)
 
@@ -85,8 +88,8 @@ def _mean(x: np.ndarray) -> float:
 def _diff(
     runs: list[Run2], cfg: Suite2Config, load: float, a: str, b: str, metric: str, mb: str | None = None
 ):
-    x = _values(runs, load, a, metric, cfg.windows)
-    y = _values(runs, load, b, mb or metric, cfg.windows)
+    x = window_values(runs, load, a, metric, cfg.windows)
+    y = window_values(runs, load, b, mb or metric, cfg.windows)
     return paired(x, y)
 
 
@@ -95,12 +98,12 @@ def best_placement_baseline(runs: list[Run2], cfg: Suite2Config, load: float) ->
     have = [v for v in PLACEMENT_BASELINES if v in cfg.variants]
     if not have:
         return None
-    return max(have, key=lambda v: _mean(_values(runs, load, v, "alloc_pct", cfg.windows)))
+    return max(have, key=lambda v: _mean(window_values(runs, load, v, "alloc_pct", cfg.windows)))
 
 
 def _reachable(runs: list[Run2], cfg: Suite2Config, load: float, ref: str) -> str:
     """The reference's reachable idle: to first order, the most the bar's variant could gain."""
-    r = _mean(_values(runs, load, ref, "idle_reachable_pct", cfg.windows))
+    r = _mean(window_values(runs, load, ref, "idle_reachable_pct", cfg.windows))
     return f"; {ref} left {r:.2f} pp reachable idle" if math.isfinite(r) else ""
 
 
@@ -156,9 +159,9 @@ def bars(runs: list[Run2], cfg: Suite2Config, wall_s: float) -> list[Check]:
         if bases:
             # pending gangs count as waiting until the window's end: same jobs for every variant
             metric = "wait_p95_s_32p_censored"
-            p95 = {b: _mean(_values(runs, top, b, metric, cfg.windows)) for b in bases}
+            p95 = {b: _mean(window_values(runs, top, b, metric, cfg.windows)) for b in bases}
             best_b = min(p95, key=lambda b: p95[b])
-            ours = _mean(_values(runs, top, "ours+defrag", metric, cfg.windows))
+            ours = _mean(window_values(runs, top, "ours+defrag", metric, cfg.windows))
             out.append(
                 Check(
                     f"p95 wait of 32+ GPU gangs (pending ones until the window's end), ours+defrag <= best "
@@ -193,7 +196,7 @@ def _load_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]:
     head = "| variant | " + " | ".join(h for _, h, _ in TABLE_METRICS) + " |"
     lines = [head, "|---" + "|---:" * len(TABLE_METRICS) + "|"]
     for var in cfg.variants:
-        cells = [_fmt(_mean(_values(runs, load, var, m, cfg.windows)), d) for m, _, d in TABLE_METRICS]
+        cells = [_fmt(_mean(window_values(runs, load, var, m, cfg.windows)), d) for m, _, d in TABLE_METRICS]
         lines.append(f"| {var} | " + " | ".join(cells) + " |")
     return lines
 
@@ -227,7 +230,8 @@ def _wait_by_size(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]
         cells = []
         for s in sizes:
             q = [
-                _mean(_values(runs, load, var, f"wait_p{p}_s_{s}", cfg.windows)) / 3600 for p in (50, 95, 99)
+                _mean(window_values(runs, load, var, f"wait_p{p}_s_{s}", cfg.windows)) / 3600
+                for p in (50, 95, 99)
             ]
             cells.append("/".join(_fmt(x, 1) for x in q))
         lines.append(f"| {var} | " + " | ".join(cells) + " |")
@@ -238,7 +242,7 @@ def _idle_table(runs: list[Run2], cfg: Suite2Config, load: float) -> list[str]:
     lines = ["| variant | " + " | ".join(h for _, h in IDLE_PARTS) + " |"]
     lines.append("|---" + "|---:" * len(IDLE_PARTS) + "|")
     for var in cfg.variants:
-        cells = [_fmt(_mean(_values(runs, load, var, m, cfg.windows)), 2) for m, _ in IDLE_PARTS]
+        cells = [_fmt(_mean(window_values(runs, load, var, m, cfg.windows)), 2) for m, _ in IDLE_PARTS]
         lines.append(f"| {var} | " + " | ".join(cells) + " |")
     return lines
 
@@ -300,7 +304,7 @@ def write_charts(runs: list[Run2], cfg: Suite2Config, folder: Path) -> list[Path
         fig, ax = plt.subplots(figsize=(9, 4.6))
         shown: list[float] = []
         for i, var in enumerate(cfg.variants):
-            means = [_mean(_values(runs, load, var, metric, cfg.windows)) for load in cfg.loads]
+            means = [_mean(window_values(runs, load, var, metric, cfg.windows)) for load in cfg.loads]
             ax.bar(np.arange(len(cfg.loads)) + i * width, means, width, label=var)
             shown += [m for m in means if math.isfinite(m)]
         if shown and min(shown) > 0:  # zoom in: the differences are small next to the level
