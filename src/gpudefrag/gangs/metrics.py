@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from gpudefrag.model.cluster import ClusterState
 
 __all__ = ["Meter", "QueueRoom", "Snapshot", "queue_room"]
@@ -47,14 +45,12 @@ class Snapshot:
 
 
 def snapshot(state: ClusterState) -> Snapshot:
+    """The measures of ``state`` now; a domain counts as wholly free when every node of it is
+    (read from the state's domain aggregates)."""
     whole = state.whole_free_nodes()
     topo = state.topology
-    doms = []
-    for li in range(len(topo.levels)):
-        d = topo.domains(li)
-        n_dom = topo.num_domains(li)
-        all_whole = np.bincount(d, weights=(~whole).astype(np.float64), minlength=n_dom) == 0
-        doms.append(int(all_whole.sum()))
+    counts, index = state.domain_counts(), state.index
+    doms = [int((counts.whole[li] == index.member_counts[li]).sum()) for li in range(len(topo.levels))]
     free_total = float(state.gpu_milli_left.sum()) / 1000.0
     free_whole = float(topo.gpus_per_node[whole].sum())
     return Snapshot(state.used_gpus(), int(whole.sum()), tuple(doms), free_total - free_whole)

@@ -27,7 +27,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,22 +52,26 @@ __all__ = [
 ]
 
 
-class _VersionState(TypedDict):
-    pid: int
-    counter: Iterator[int]
+def _fresh_counter() -> Iterator[int]:
+    return itertools.count((os.getpid() << 40) + 1)
 
 
-_VERSION_STATE: _VersionState = {"pid": -1, "counter": itertools.count()}
+_VERSION_COUNTER: list[Iterator[int]] = [_fresh_counter()]
+"""Node versions unique across processes alive at the same time: the pid in the high bits, so a
+state moved to another process can never collide with a cache entry there.  A forked child
+starts its own counter (a spawned one imports this module afresh)."""
+
+
+def _restart_counter_after_fork() -> None:
+    _VERSION_COUNTER[0] = _fresh_counter()
+
+
+os.register_at_fork(after_in_child=_restart_counter_after_fork)
 
 
 def _next_version() -> int:
-    """A node version unique across processes alive at the same time (pid in the high bits),
-    so a state moved to another process can never collide with a cache entry there."""
-    pid = os.getpid()
-    if _VERSION_STATE["pid"] != pid:
-        _VERSION_STATE["pid"] = pid
-        _VERSION_STATE["counter"] = itertools.count((pid << 40) + 1)
-    return next(_VERSION_STATE["counter"])
+    """A fresh node version (:data:`_VERSION_COUNTER`)."""
+    return next(_VERSION_COUNTER[0])
 
 
 AFFINITY_TAGS = MAX_GPUS_PER_NODE + 1
@@ -111,7 +115,7 @@ class ClusterState(JobOps):
     Dynamic: ``cpu_milli_left``, ``memory_mib_left``, ``gpu_milli_left[node, gpu]`` (``gpu_slots``
     columns: 8 unless built for a topology), ``free_gpus``, ``pod_count``, ``affinity[node, tag]``
     (GPU pods per GpuClustering tag), ``version``, ``epoch``; the running jobs (``placements``,
-    ``jobs``, ``node_jobs``) and, for a topology, the domain aggregates.
+    ``jobs``, ``node_jobs``: per node the frozen set of its jobs' ids) and, for a topology, the domain aggregates.
     ``tie_rank[node]``: lower wins a score tie (FGD's "lowest randomised node name").
     """
 
@@ -159,7 +163,7 @@ class ClusterState(JobOps):
         self._counts: DomainCounts | None = None
         self.placements: dict[int, tuple[PodPlacement, ...]] = {}
         self.jobs: dict[int, Job] = {}
-        self.node_jobs: list[set[int]] = []  # allocated by the first job bound
+        self.node_jobs: list[frozenset[int]] = []  # allocated by the first job bound
         self._watchers: list[NodeWatcher] = []
         # fit key -> read-only mask of the nodes that could host such a pod when empty; the
         # capacity arrays never change after construction, so copies share it
@@ -182,7 +186,7 @@ class ClusterState(JobOps):
             gpu_slots=topology.max_gpus_per_node,
         )
         state.topology = topology
-        state.node_jobs = [set() for _ in range(n)]
+        state.node_jobs = [frozenset()] * n
         state._counts = DomainCounts.recount(state.index, state.free_gpus, topology.gpus_per_node)
         return state
 
@@ -226,7 +230,7 @@ class ClusterState(JobOps):
             self._watchers.remove(watcher)
 
     def _touch(self, node: int) -> None:
-        self.version[node] = _next_version()
+        self.version[node] = next(_VERSION_COUNTER[0])
         for w in self._watchers:
             w.node_changed(node)
 
@@ -327,7 +331,7 @@ class ClusterState(JobOps):
         other._watchers = []
         other.placements = dict(self.placements)
         other.jobs = dict(self.jobs)
-        other.node_jobs = [set(s) for s in self.node_jobs]
+        other.node_jobs = list(self.node_jobs)  # immutable sets: shared until a bind replaces one
         other._counts = None if self._counts is None else self._counts.copy()
         return other
 

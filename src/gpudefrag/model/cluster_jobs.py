@@ -28,6 +28,7 @@ A state of pods alone keeps no aggregates and recounts when asked.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ IntArray = npt.NDArray[np.int64]
 __all__ = ["JobOps", "PlacementError", "PodPlacement"]
 
 
+_NO_JOBS: frozenset[int] = frozenset()
+
+
 class PlacementError(ValueError):
     """A placement that does not fit the state it is applied to."""
 
@@ -58,6 +62,12 @@ class PodPlacement:
     node: int
     gpu_indices: tuple[int, ...]
     gpu_milli: int
+
+
+@functools.lru_cache(maxsize=4096)
+def _pod_sizes(gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """:func:`~gpudefrag.model.jobs.pod_sizes`, remembered (a simulator asks it per bind)."""
+    return tuple(pod_sizes(gpus, gpus_per_node))
 
 
 class JobOps:
@@ -72,7 +82,7 @@ class JobOps:
     used_gpu_milli: int
     placements: dict[int, tuple[PodPlacement, ...]]
     jobs: dict[int, Job]
-    node_jobs: list[set[int]]
+    node_jobs: list[frozenset[int]]
     epoch: int
     _counts: DomainCounts | None
     _free_total: int
@@ -92,9 +102,9 @@ class JobOps:
     # ---- queries ---------------------------------------------------------------------------
     def pods_of(self, job: Job) -> list[int]:
         """Whole GPUs per pod of ``job`` on this topology (1 for a sharing pod)."""
-        if job.is_sharing:
+        if job.gpu_milli < GPU_MILLI_PER_GPU:
             return [1]
-        return pod_sizes(job.gpus, self.index.max_gpus_per_node)
+        return list(_pod_sizes(job.gpus, self.index.max_gpus_per_node))
 
     def whole_free_nodes(self) -> npt.NDArray[np.bool_]:
         """Nodes with every GPU fully free."""
@@ -181,13 +191,6 @@ class JobOps:
                 whole[d] += turn
 
     # ---- binding jobs ------------------------------------------------------------------------
-    def _pod_in(self, node: int, gpus: int, gpu_milli: int, sign: int) -> None:
-        """The pod-level bookkeeping of a job's pod entering (+1) or leaving (-1) ``node``."""
-        self.pod_count[node] += sign
-        self.affinity[node, 0 if gpu_milli < GPU_MILLI_PER_GPU else gpus] += sign
-        self.used_gpu_milli += sign * gpu_milli * gpus
-        self._touch(node)
-
     def _take(self, node: int, pod_gpus: int, gpu_milli: int) -> PodPlacement:
         # the row is a handful of GPUs: plain Python on its values beats numpy calls here
         row = self.gpu_milli_left[node]
@@ -210,7 +213,10 @@ class JobOps:
                 self.free_gpus[node] -= 1
             row[pick] = vals[pick] - gpu_milli
             self._recount_node(node, old_free)
-            self._pod_in(node, 1, gpu_milli, +1)
+            self.pod_count[node] += 1
+            self.affinity[node, 0] += 1
+            self.used_gpu_milli += gpu_milli
+            self._touch(node)
             return PodPlacement(node, (pick,), gpu_milli)
         free = [i for i, v in enumerate(vals) if v == GPU_MILLI_PER_GPU]
         if len(free) < pod_gpus:
@@ -219,18 +225,28 @@ class JobOps:
         row[list(idx)] = 0
         self.free_gpus[node] -= pod_gpus
         self._recount_node(node, old_free)
-        self._pod_in(node, pod_gpus, GPU_MILLI_PER_GPU, +1)
+        self.pod_count[node] += 1
+        self.affinity[node, pod_gpus] += 1
+        self.used_gpu_milli += GPU_MILLI_PER_GPU * pod_gpus
+        self._touch(node)
         return PodPlacement(node, idx, GPU_MILLI_PER_GPU)
 
     def _give_back(self, pod: PodPlacement) -> None:
-        row = self.gpu_milli_left[pod.node]
-        old_free = int(self.free_gpus[pod.node])
+        node, milli, gpus = pod.node, pod.gpu_milli, len(pod.gpu_indices)
+        row = self.gpu_milli_left[node]
+        old_free = int(self.free_gpus[node])
+        freed = 0
         for i in pod.gpu_indices:
-            row[i] += pod.gpu_milli
-            if row[i] == GPU_MILLI_PER_GPU:
-                self.free_gpus[pod.node] += 1
-        self._recount_node(pod.node, old_free)
-        self._pod_in(pod.node, len(pod.gpu_indices), pod.gpu_milli, -1)
+            v = int(row[i]) + milli
+            row[i] = v
+            freed += v == GPU_MILLI_PER_GPU
+        if freed:
+            self.free_gpus[node] = old_free + freed
+            self._recount_node(node, old_free)
+        self.pod_count[node] -= 1
+        self.affinity[node, 0 if milli < GPU_MILLI_PER_GPU else gpus] -= 1
+        self.used_gpu_milli -= milli * gpus
+        self._touch(node)
 
     def bind_job(self, job: Job, nodes: list[int]) -> tuple[PodPlacement, ...]:
         """Bind every pod of ``job`` (``nodes[i]`` hosts pod i), or none of them."""
@@ -240,7 +256,7 @@ class JobOps:
         if len(nodes) != len(sizes):
             raise PlacementError(f"job {job.job_id} has {len(sizes)} pods, got {len(nodes)} nodes")
         if not self.node_jobs:
-            self.node_jobs = [set() for _ in range(self.topology.num_nodes)]
+            self.node_jobs = [_NO_JOBS] * self.topology.num_nodes
         done: list[PodPlacement] = []
         try:
             for node, g in zip(nodes, sizes):
@@ -254,16 +270,18 @@ class JobOps:
         placed = tuple(done)
         self.placements[job.job_id] = placed
         self.jobs[job.job_id] = job
+        node_jobs, one = self.node_jobs, frozenset((job.job_id,))
         for pod in placed:
-            self.node_jobs[pod.node].add(job.job_id)
+            node_jobs[pod.node] = node_jobs[pod.node] | one
         self.epoch += 1
         return placed
 
     def unbind_job(self, job_id: int) -> Job:
         """Release every pod of a running job; returns the job."""
         placed = self.placements.pop(job_id)
+        node_jobs, one = self.node_jobs, frozenset((job_id,))
         for pod in placed:
             self._give_back(pod)
-            self.node_jobs[pod.node].discard(job_id)
+            node_jobs[pod.node] = node_jobs[pod.node] - one
         self.epoch += 1
         return self.jobs.pop(job_id)

@@ -21,6 +21,7 @@ weak-keyed cache: :class:`Topology` is frozen and compared by identity).
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass
 
@@ -92,6 +93,11 @@ class DomainIndex:
             tuple(c[1] for c in children),
             ancestors,
         )
+
+    @functools.cached_property
+    def member_counts(self) -> tuple[IntArray, ...]:
+        """Nodes per domain, for every level index ``0 .. root``."""
+        return tuple(np.diff(start) for start in self.member_start)
 
     def members(self, level: int, domain: int) -> IntArray:
         """Nodes of ``domain`` at level index ``level`` (``root`` for the whole cluster), ascending."""

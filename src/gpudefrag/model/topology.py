@@ -14,6 +14,7 @@ docstring for the format.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,17 +91,22 @@ class Topology:
             raise ConfigError("one name per node")
         return Topology(gpn, tuple(names), tuple(levels), maps)
 
-    @property
+    # A topology's arrays are never written after it is built, so its totals are kept once.
+    @functools.cached_property
     def num_nodes(self) -> int:
         return int(self.gpus_per_node.size)
 
-    @property
+    @functools.cached_property
     def total_gpus(self) -> int:
         return int(self.gpus_per_node.sum())
 
-    @property
+    @functools.cached_property
     def max_gpus_per_node(self) -> int:
         return int(self.gpus_per_node.max())
+
+    @functools.cached_property
+    def _domain_counts(self) -> tuple[int, ...]:
+        return tuple(int(d.max()) + 1 for d in self.domain_of)
 
     def level_index(self, level: str) -> int:
         """Index of ``level`` in :attr:`levels`; -1 for ``"node"``.  Unknown -> ConfigError."""
@@ -119,7 +125,8 @@ class Topology:
         return self.domain_of[level]
 
     def num_domains(self, level: int) -> int:
-        return int(self.domains(level).max()) + 1
+        """Domains at level index ``level`` (-1: one per node)."""
+        return self.num_nodes if level < 0 else self._domain_counts[level]
 
     def domain_sizes(self, level: int) -> IntArray:
         """Nodes per domain at level index ``level``."""
