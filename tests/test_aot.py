@@ -20,8 +20,16 @@ from conftest import needs_mirror
 from gpudefrag import aot
 from gpudefrag.frag import kernels as frag_kernels
 from gpudefrag.model.cluster import affinity_tag
-from gpudefrag.policies import index_kernel
-from gpudefrag.policies.kinds import BESTFIT, DOTPROD, FGD_KIND, GPUCLUSTERING, GPUPACKING, LEAF_INFEASIBLE
+from gpudefrag.policies import bound_kernel, index_kernel
+from gpudefrag.policies.kinds import (
+    BESTFIT,
+    BOUNDED_KINDS,
+    DOTPROD,
+    FGD_KIND,
+    GPUCLUSTERING,
+    GPUPACKING,
+    LEAF_INFEASIBLE,
+)
 
 WANT_AOT = os.environ.get("GPUDEFRAG_AOT", "1") != "0"
 needs_aot = pytest.mark.skipif(aot.compiled_module() is None, reason="gpudefrag._aot not built")
@@ -57,7 +65,8 @@ def test_aot_off_falls_back_to_the_jit_kernels():
         "import gpudefrag.policies.score_index as s, gpudefrag.frag.compiled as f\n"
         "from gpudefrag.policies import index_kernel as k\n"
         "from gpudefrag.frag import kernels as fk\n"
-        "assert s.refresh is k.refresh and s.rebuild is k.rebuild\n"
+        "from gpudefrag.policies import bound_kernel as b\n"
+        "assert s.refresh is k.refresh and s.rebuild is k.rebuild and s.best_bounded is b.best_bounded\n"
         "assert f.refresh_frag is fk.refresh_frag and f.node_frag_milli is fk.node_frag_milli\n"
     )
     env = dict(os.environ, GPUDEFRAG_AOT="0")
@@ -131,10 +140,31 @@ def test_index_kernels_equal_jit(data, gen, typical_small):
     state = data.draw(gen.clusters(min_nodes=1, max_nodes=12, max_prior=20))
     pod = data.draw(gen.pods())
     kind = data.draw(st.sampled_from([FGD_KIND, BESTFIT, GPUPACKING, GPUCLUSTERING, DOTPROD]))
+    bound = int(kind in BOUNDED_KINDS and data.draw(st.booleans()))
     args = _index_args(state, kind, pod, typical_small)
     jit_args, aot_args = _copy(args), _copy(args)
-    assert aot.kernel("index_rebuild")(kind, *aot_args) == index_kernel.rebuild(kind, *jit_args)
+    assert aot.kernel("index_rebuild")(kind, bound, *aot_args) == index_kernel.rebuild(kind, bound, *jit_args)
     _same(aot_args, jit_args)
+    if bound:  # the search on the tree of bounds
+        outs = [np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)]
+        order = np.argsort(args[0]).astype(np.int64)
+        for fn, a, out in zip(
+            (aot.kernel("index_best_bounded"), bound_kernel.best_bounded), (aot_args, jit_args), outs
+        ):
+            fn(
+                out,
+                kind,
+                pod.cpu_milli,  # the tree above was built at the pod's CPU: its floor
+                order,
+                a[1],
+                a[2],
+                *a[5:15],
+                *pod.fit_key,
+                max(affinity_tag(pod), 0),
+                *typical_small.kernel_args,
+            )
+        np.testing.assert_array_equal(outs[0], outs[1])
+        _same(aot_args, jit_args)
     # change some nodes' contents and versions, then refresh just those
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     nodes = rng.integers(0, state.num_nodes, size=rng.integers(1, 4)).astype(np.int64)
@@ -143,8 +173,8 @@ def test_index_kernels_equal_jit(data, gen, typical_small):
             a[5][node] //= 2  # cpu left
             a[7][node, 0] = max(0, a[7][node, 0] - 250)  # first GPU's milli left
             a[12][node] += 1000  # version
-    got = aot.kernel("index_refresh")(nodes, kind, *aot_args)
-    assert got == index_kernel.refresh(nodes, kind, *jit_args)
+    got = aot.kernel("index_refresh")(nodes, kind, bound, *aot_args)
+    assert got == index_kernel.refresh(nodes, kind, bound, *jit_args)
     _same(aot_args, jit_args)
 
 

@@ -50,8 +50,16 @@ _INDEX_ARGS = (
 )
 
 EXPORTS: tuple[Export, ...] = (
-    Export("index_refresh", "gpudefrag.policies.index_kernel", "refresh", f"i8({_I}, i8, {_INDEX_ARGS})"),
-    Export("index_rebuild", "gpudefrag.policies.index_kernel", "rebuild", f"i8(i8, {_INDEX_ARGS})"),
+    Export("index_refresh", "gpudefrag.policies.index_kernel", "refresh", f"i8({_I}, i8, i8, {_INDEX_ARGS})"),
+    Export("index_rebuild", "gpudefrag.policies.index_kernel", "rebuild", f"i8(i8, i8, {_INDEX_ARGS})"),
+    Export(
+        "index_best_bounded",
+        "gpudefrag.policies.bound_kernel",
+        "best_bounded",
+        f"i8({_I}, i8, i8, {_I}, {_I}, {_I}, "  # out, kind, CPU floor, order, tree, leaf_key
+        f"{_I}, {_I}, {_I2}, {_I}, {_I}, {_I}, {_I2}, {_I}, {_F}, {_I}, "  # the state, frag cache
+        f"i8, i8, i8, i8, i8, i8, {_TYPICAL})",
+    ),
     Export(
         "refresh_frag",
         "gpudefrag.frag.kernels",

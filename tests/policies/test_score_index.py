@@ -117,3 +117,36 @@ def test_pickled_state_leaves_watchers_behind(gen, typical_small):
     make_policy("fgd", typical_small).attach(state)
     assert len(state._watchers) == 1
     assert pickle.loads(pickle.dumps(state))._watchers == []
+
+
+@pytest.mark.parametrize("name", ["fgd", "bestfit"])
+def test_bounded_kinds_keep_one_tree_per_gpu_request_and_stay_exact(name, gen, typical_small):
+    """FGD and BestFit build trees per GPU request and CPU floor (the typical pods' when attached,
+    floor 0 of others when first asked): pods that differ only in CPU or memory share them, and
+    each still gets the full scan's node and GPU, on a cluster of many alike
+    nodes (long score ties) filled until CPU runs short on some."""
+    rng = np.random.default_rng(11)
+    specs = [("V100M32", 8, 96000, 1 << 18), ("T4", 4, 32000, 1 << 16), ("", 0, 64000, 1 << 17)]
+    state = gen.build_cluster(
+        [specs[int(i)] for i in rng.integers(0, 3, size=120)], rng.permutation(120).astype(np.int64)
+    )
+    policy = make_policy(name, typical_small)
+    policy.attach(state)
+    gpu_parts = [(0, 0), (1, 250), (1, 500), (1, 1000), (2, 1000), (8, 1000)]
+    asked: set[tuple[int, int]] = set()
+    for step in range(400):
+        num, milli = gpu_parts[int(rng.integers(len(gpu_parts)))]
+        pod = PodSpec(int(rng.integers(0, 48)) * 1000, int(rng.integers(0, 64)) * 1024, num, milli)
+        got = policy.select(state, pod)
+        want = _scan(name, typical_small, state, pod)
+        assert (got is None) == (want is None), (step, pod)
+        if got is None or want is None:
+            continue
+        assert (got.node, got.gpus) == (want.node, want.gpus), (step, pod)
+        asked.add((num, milli))
+        state.bind(got)
+    index = policy._index
+    # built when attached: floor 0 and the typical request's CPU, per typical GPU request
+    warmed = {(f, 0, n, m, mask) for cpu, n, m, mask in typical_small.requests() for f in (0, cpu)}
+    assert index is not None and set(index._shapes) == warmed | {(0, 0, n, m, -1) for n, m in asked}
+    assert index.leaves_scored < 400 * 40  # a search scores a few leaves, not the cluster

@@ -109,8 +109,11 @@ def fgd_node_score(
     tp_mask: NDArray[np.int64],
     tp_freq: NDArray[np.float64],
     scratch: NDArray[np.int64],
+    slack: float = 0.0,
 ) -> tuple[np.int64, int]:
     """FGD's score of one node for one pod, and the GPU a sharing pod would take (-1 otherwise).
+    ``slack`` (milli-GPU, >= 0) is added to the fragmentation change before scoring: 0 gives the
+    score; a small positive slack gives an upper bound that float rounding cannot undercut.
 
     Sharing pods: the best truncated score over GPUs with ``left >= milli``, lowest index on ties
     (a GPU whose ``left`` equals an earlier candidate's gives the same score and is skipped).
@@ -136,7 +139,7 @@ def fgd_node_score(
                 scratch[g] = gpu_left[g]
             scratch[i] = v - pod_milli
             f1 = node_frag_milli(new_cpu, scratch, gpu_count, model, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq)
-            s = fgd_score(f0 - f1)
+            s = fgd_score(f0 - f1 + slack)
             if best_gpu < 0 or s > best:
                 best = s
                 best_gpu = i
@@ -157,7 +160,7 @@ def fgd_node_score(
             scratch[pick] -= pod_milli
             taken += 1
     f1 = node_frag_milli(new_cpu, scratch, gpu_count, model, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq)
-    return fgd_score(f0 - f1), -1
+    return fgd_score(f0 - f1 + slack), -1
 
 
 @njit(cache=True)

@@ -53,6 +53,20 @@ class TypicalPods:
         """The trailing ``tp_*`` arguments of the fragmentation kernels (:data:`TypicalArrays`)."""
         return (self.cpu_milli, self.gpu_milli, self.num_gpu, self.gpu_model_mask, self.freq)
 
+    def requests(self) -> list[tuple[int, int, int, int]]:
+        """The distinct requests ``(cpu_milli, num_gpu, gpu_milli, gpu_model_mask)`` of the
+        typical pods, in list order (a CPU-only pod's GPU part is ``(0, 0, mask)``): what a
+        score index can build ahead of the first pod of each."""
+        seen: dict[tuple[int, int, int, int], None] = {}
+        for cpu, num, milli, mask in zip(
+            self.cpu_milli.tolist(),
+            self.num_gpu.tolist(),
+            self.gpu_milli.tolist(),
+            self.gpu_model_mask.tolist(),
+        ):
+            seen.setdefault((cpu, num if milli > 0 else 0, milli, mask), None)
+        return list(seen)
+
     def rows(self) -> list[tuple[int, int, int, str, int, float]]:
         """(cpu_milli, gpu_milli, num_gpu, gpu_spec, count, freq) per typical pod."""
         return [

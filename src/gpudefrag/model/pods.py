@@ -98,6 +98,17 @@ class PodBatch:
     def __len__(self) -> int:
         return len(self.names)
 
+    def requests(self) -> list[tuple[int, int, int, int, int]]:
+        """The distinct requests of the pods (their ``fit_key``), in first-seen order."""
+        rows = zip(
+            self.cpu_milli.tolist(),
+            self.memory_mib.tolist(),
+            self.num_gpu.tolist(),
+            self.gpu_milli.tolist(),
+            self.gpu_model_mask.tolist(),
+        )
+        return list(dict.fromkeys(rows))
+
     def pod(self, i: int) -> PodSpec:
         """The i-th pod as a value."""
         return PodSpec(

@@ -14,6 +14,7 @@ states (what-if copies) are still scanned in full.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from typing import TypeAlias
 
 import numpy as np
@@ -56,10 +57,24 @@ class Policy(ABC):
     def attach(self, state: ClusterState) -> None:  # noqa: B027 (a no-op default, not abstract)
         """Index ``state`` for faster decisions on it (module docstring); a no-op by default."""
 
+    expected: tuple[tuple[int, ...], ...] = ()
+    """Requests (pods' ``fit_key``) the cluster is expected to see (:meth:`expect`)."""
+
+    def expect(self, requests: Iterable[tuple[int, ...]]) -> None:
+        """Requests the cluster is expected to see, e.g. a workload's (:meth:`PodBatch.requests`):
+        an index attached after this builds their trees at once (FGD and BestFit), so their
+        first pods do not wait for a tree."""
+        self.expected = tuple(dict.fromkeys(requests))
+
     def index_nbytes(self) -> int | None:
         """Bytes the attached index holds (``None``: no index attached)."""
         index = getattr(self, "_index", None)
         return index.nbytes() if isinstance(index, ScoreIndex) else None
+
+    def index_trees(self) -> int | None:
+        """Trees the attached index keeps (``None``: no index attached)."""
+        index = getattr(self, "_index", None)
+        return index.trees if isinstance(index, ScoreIndex) else None
 
 
 def attached_index(
@@ -76,9 +91,13 @@ def attached_index(
 class BaselinePolicy(Policy):
     """BestFit, GpuPacking, GpuClustering or DotProd: integer score, ``best`` GPU choice."""
 
-    def __init__(self, name: str, kernel_id: int) -> None:
+    def __init__(self, name: str, kernel_id: int, warm: Sequence[tuple[int, ...]] = ()) -> None:
+        """``warm``: requests (as :meth:`ScoreIndex.warm` takes them) whose trees an attached
+        index builds at once (a kind with bounded trees only: :meth:`ScoreIndex.warm`), e.g.
+        the workload's typical pods'."""
         self.name = name
         self._kernel_id = kernel_id
+        self._warm = tuple(warm)
         self._index: ScoreIndex | None = None
 
     def reset(self) -> None:
@@ -87,7 +106,10 @@ class BaselinePolicy(Policy):
             self._index = None
 
     def attach(self, state: ClusterState) -> None:
+        fresh = self._index is None or self._index.state is not state
         self._index = attached_index(self._index, state, self._kernel_id)
+        if fresh:
+            self._index.warm(self._warm + self.expected)
 
     def _state_args(self, state: ClusterState) -> StateArrays:
         return (

@@ -18,6 +18,27 @@ NAME = "bestfit"
 
 
 @njit_no_nrt
+def value(
+    n: int,
+    cpu_left: NDArray[np.int64],
+    gpu_left: NDArray[np.int64],
+    gpu_count: NDArray[np.int64],
+    pod_cpu: int,
+    pod_num: int,
+    pod_milli: int,
+) -> float:
+    """``(1 - s) * 100`` before truncation (module docstring).  In exact arithmetic it is the
+    value at ``pod_cpu = 0`` plus ``pod_cpu / 128000 * 50``: linear in the pod's CPU."""
+    tl = 0
+    for g in range(gpu_count[n]):
+        tl += gpu_left[n, g]
+    s = 0.0
+    s += (cpu_left[n] - pod_cpu) / MAX_SPEC_CPU_MILLI * 0.5
+    s += (tl - pod_milli * pod_num) / MAX_SPEC_GPU_MILLI * 0.5
+    return (1.0 - s) * 100.0
+
+
+@njit_no_nrt
 def score(
     n: int,
     cpu_left: NDArray[np.int64],
@@ -27,10 +48,4 @@ def score(
     pod_num: int,
     pod_milli: int,
 ) -> np.int64:
-    tl = 0
-    for g in range(gpu_count[n]):
-        tl += gpu_left[n, g]
-    s = 0.0
-    s += (cpu_left[n] - pod_cpu) / MAX_SPEC_CPU_MILLI * 0.5
-    s += (tl - pod_milli * pod_num) / MAX_SPEC_GPU_MILLI * 0.5
-    return np.int64((1.0 - s) * 100.0)
+    return np.int64(value(n, cpu_left, gpu_left, gpu_count, pod_cpu, pod_num, pod_milli))

@@ -46,7 +46,11 @@ class FgdPolicy(Policy):
         self.reset()
 
     def attach(self, state: ClusterState) -> None:
+        """Index ``state``, with the trees of the typical pods' and the expected requests built now."""
+        fresh = self._index is None or self._index.state is not state
         self._index = attached_index(self._index, state, FGD_KIND, self._tp)
+        if fresh:
+            self._index.warm(self.typical.requests() + list(self.expected))
 
     def reset(self) -> None:
         if self._index is not None:

@@ -22,6 +22,8 @@ like a few others when a new pod shape first arrives.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 from numpy.typing import NDArray
@@ -30,8 +32,9 @@ from gpudefrag.frag.kernels import fgd_node_score, node_frag_milli
 from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.constants import MAX_PODS_PER_NODE
 from gpudefrag.model.fit import node_fits
+from gpudefrag.policies import best_fit
 from gpudefrag.policies.baseline_kernel import _score as baseline_score
-from gpudefrag.policies.kinds import FGD_KIND, GPUCLUSTERING
+from gpudefrag.policies.kinds import BESTFIT, FGD_BOUND_SLACK_MILLI, FGD_KIND, GPUCLUSTERING, KEY_SCALE
 from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 
 IntArray = NDArray[np.int64]
@@ -53,6 +56,7 @@ def _better(a: int, b: int, leaf_score: IntArray) -> int:
 @njit_no_nrt
 def _node_value(
     kind: int,
+    bound: int,
     n: int,
     cpu_left: IntArray,
     mem_left: IntArray,
@@ -77,7 +81,9 @@ def _node_value(
     tp_freq: FloatArray,
     scratch: IntArray,
 ) -> tuple[np.int64, int]:
-    """(score, sharing-pod GPU or -1) of node ``n``; ``INFEASIBLE`` when the pod does not fit."""
+    """(score, sharing-pod GPU or -1) of node ``n``; ``INFEASIBLE`` when the pod does not fit.
+    With ``bound`` (FGD and BestFit; the pod's CPU given as its tree's CPU floor, its memory
+    as 0): the node's *bound key* instead (:mod:`gpudefrag.policies.bound_kernel`)."""
     if not node_fits(
         n,
         cpu_left,
@@ -114,7 +120,14 @@ def _node_value(
             tp_mask,
             tp_freq,
             scratch,
+            FGD_BOUND_SLACK_MILLI if bound else 0.0,
         )
+    if bound and kind == BESTFIT:
+        return np.int64(
+            math.floor(
+                best_fit.value(n, cpu_left, gpu_left, gpu_count, pod_cpu, pod_num, pod_milli) * KEY_SCALE
+            )
+        ), -1
     return baseline_score(
         kind, n, cpu_left, gpu_left, gpu_count, affinity, pod_cpu, pod_num, pod_milli, pod_tag
     ), -1
@@ -124,6 +137,7 @@ def _node_value(
 def refresh(
     nodes: IntArray,
     kind: int,
+    bound: int,
     position: IntArray,
     tree: IntArray,
     leaf_score: IntArray,
@@ -162,6 +176,7 @@ def refresh(
             continue
         s, g = _node_value(
             kind,
+            bound,
             n,
             cpu_left,
             mem_left,
@@ -264,6 +279,7 @@ def _same_content(
 @njit(cache=True)
 def rebuild(
     kind: int,
+    bound: int,
     position: IntArray,
     tree: IntArray,
     leaf_score: IntArray,
@@ -318,6 +334,7 @@ def rebuild(
             table[j] = n
             s, g = _node_value(
                 kind,
+                bound,
                 n,
                 cpu_left,
                 mem_left,

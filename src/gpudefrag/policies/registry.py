@@ -22,7 +22,7 @@ _FACTORIES: dict[str, PolicyFactory] = {
     "dotprod": lambda typical, seed: BaselinePolicy("dotprod", kinds.DOTPROD),
     "gpuclustering": lambda typical, seed: BaselinePolicy("gpuclustering", kinds.GPUCLUSTERING),
     "gpupacking": lambda typical, seed: BaselinePolicy("gpupacking", kinds.GPUPACKING),
-    "bestfit": lambda typical, seed: BaselinePolicy("bestfit", kinds.BESTFIT),
+    "bestfit": lambda typical, seed: BaselinePolicy("bestfit", kinds.BESTFIT, typical.requests()),
     "fgd": lambda typical, seed: FgdPolicy(typical),
 }
 

@@ -11,6 +11,16 @@ The rule it keeps: ``best(pod)`` returns exactly the node a full scan of the sam
 (highest score, ties to the lowest ``tie_rank``, then the lowest node index), because leaves are
 scored by the policy's own kernels and the tree orders equal scores by that tie-break.
 
+FGD and BestFit keep trees per *GPU request* instead (GPU count, milli, model mask) and
+*floor* (CPU, memory): the tree of a floor holds, for every node with at least that CPU and memory
+left, a bound on the score of any pod with that GPU request asking at least the floor; a pod is
+answered from the tree of its GPU request with the highest floor it reaches (CPU first), by a
+bounded search that scores a few leaves exactly (:mod:`gpudefrag.policies.bound_kernel`).  The
+floors are (0, 0) and the requests the index is warmed with (:meth:`ScoreIndex.warm`: the
+typical pods', and any the policy was told to expect), so the trees are bounded by the
+workload's requests, and a pod with a new CPU or memory figure costs a search, not a tree over
+every node.
+
 The log is bounded: when it fills, entries every shape has consumed are dropped, and a shape
 that lags more than one node count behind is marked for a rescan of all nodes on next use
 (cheaper than replaying the log), after which the log is compacted again.
@@ -18,7 +28,7 @@ that lags more than one node count behind is marked for a rescan of all nodes on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -29,6 +39,7 @@ from gpudefrag import aot
 from gpudefrag.frag.typical import TypicalArrays
 from gpudefrag.model.cluster import ClusterState, affinity_tag
 from gpudefrag.model.pods import PodSpec
+from gpudefrag.policies.kinds import BOUNDED_KINDS
 from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 
 IntArray = NDArray[np.int64]
@@ -66,18 +77,19 @@ _KernelArgs: TypeAlias = tuple[
 __all__ = ["ScoreIndex"]
 
 
-def _kernels() -> tuple[Callable[..., int], Callable[..., int]]:
-    """(refresh, rebuild): ahead-of-time compiled when built (:mod:`gpudefrag.aot`), else the
-    JIT kernels of :mod:`~gpudefrag.policies.index_kernel` (imported only then)."""
-    aot_refresh, aot_rebuild = aot.kernel("index_refresh"), aot.kernel("index_rebuild")
-    if aot_refresh is not None and aot_rebuild is not None:
-        return aot_refresh, aot_rebuild
-    from gpudefrag.policies import index_kernel
+def _kernels() -> tuple[Callable[..., int], Callable[..., int], Callable[..., int]]:
+    """(refresh, rebuild, best_bounded): ahead-of-time compiled when built (:mod:`gpudefrag.aot`),
+    else the JIT kernels of :mod:`~gpudefrag.policies.index_kernel` and
+    :mod:`~gpudefrag.policies.bound_kernel` (imported only then)."""
+    compiled = aot.kernel("index_refresh"), aot.kernel("index_rebuild"), aot.kernel("index_best_bounded")
+    if all(k is not None for k in compiled):
+        return compiled  # type: ignore[return-value]
+    from gpudefrag.policies import bound_kernel, index_kernel
 
-    return index_kernel.refresh, index_kernel.rebuild
+    return index_kernel.refresh, index_kernel.rebuild, bound_kernel.best_bounded
 
 
-refresh, rebuild = _kernels()
+refresh, rebuild, best_bounded = _kernels()
 
 _NO_TYPICAL: TypicalArrays = (
     np.zeros(0, dtype=np.int64),
@@ -123,6 +135,12 @@ class ScoreIndex:
         self._shapes: dict[tuple[int, int, int, int, int], _ShapeTree] = {}
         self._log = np.empty(max(1024, 2 * n), dtype=np.int64)
         self._log_len = 0
+        self._bounded = int(kind in BOUNDED_KINDS)
+        # GPU request -> its floors (CPU milli, memory MiB) that have a tree
+        self._floors: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self._out = np.zeros(3, dtype=np.int64)
+        self.leaves_scored = 0
+        """Leaves scored exactly by bounded queries so far (how tight the bounds are)."""
         state.watch(self)
 
     def close(self) -> None:
@@ -170,7 +188,7 @@ class ScoreIndex:
             self._log = grown
 
     # ---- queries ----------------------------------------------------------------------------
-    def _new_shape(self, pod: PodSpec) -> _ShapeTree:
+    def _new_shape(self, fit_key: tuple[int, int, int, int, int], tag: int) -> _ShapeTree:
         n, size, st = self.state.num_nodes, self._size, self.state
         tree = np.full(2 * size, -1, dtype=np.int64)
         tree[size : size + n] = np.arange(n, dtype=np.int64)
@@ -192,24 +210,73 @@ class ScoreIndex:
             st.version,
             self._frag,
             self._frag_version,
-            *pod.fit_key,
-            max(affinity_tag(pod), 0),
+            *fit_key,
+            tag,
             *self._tp,
         )
         return _ShapeTree(leaf_gpu, args, -1)
 
+    def warm(self, requests: Iterable[tuple[int, ...]]) -> int:
+        """Build now the trees of these requests, ``(cpu_milli, memory_mib, num_gpu, gpu_milli,
+        mask)`` (a pod's ``fit_key``) or ``(cpu_milli, num_gpu, gpu_milli, mask)`` (memory 0):
+        for a bounded kind the tree of each GPU request at floor ``(0, 0)`` and at the request's
+        CPU and memory (module docstring); other kinds keep one tree per full shape, built when
+        first asked.  Returns the trees built."""
+        if not self._bounded:
+            return 0
+        before = len(self._shapes)
+        for req in requests:
+            cpu, mem, num, milli, mask = req if len(req) == 5 else (req[0], 0, *req[1:])
+            for floor in ((0, 0), (cpu, mem)):
+                self._floor_tree(floor, (num, milli, mask))
+        return len(self._shapes) - before
+
+    def _floor_tree(self, floor: tuple[int, int], request: tuple[int, int, int]) -> tuple[_ShapeTree, int]:
+        """The bounded tree of a GPU request at floor ``(cpu_milli, memory_mib)``, up to date."""
+        num, milli, mask = request
+        floors = self._floors.setdefault(request, [])
+        if floor not in floors:
+            floors.append(floor)
+        tag = max(affinity_tag(PodSpec(0, 0, num, milli, mask)), 0)
+        return self._tree((*floor, num, milli, mask), tag)
+
+    @property
+    def trees(self) -> int:
+        """Trees the index keeps (one per shape, or per GPU request for a bounded kind)."""
+        return len(self._shapes)
+
+    def _tree(self, fit_key: tuple[int, int, int, int, int], tag: int) -> tuple[_ShapeTree, int]:
+        """The tree of ``fit_key`` brought up to date, and its best position (-1: none)."""
+        shape = self._shapes.get(fit_key)
+        if shape is None:
+            shape = self._shapes[fit_key] = self._new_shape(fit_key, tag)
+        if shape.cursor < 0:
+            pos = rebuild(self.kind, self._bounded, *shape.args)
+        else:
+            pos = refresh(self._log[shape.cursor : self._log_len], self.kind, self._bounded, *shape.args)
+        shape.cursor = self._log_len
+        return shape, pos
+
     def best(self, pod: PodSpec) -> tuple[int, int]:
         """(node, sharing-pod GPU or -1) the policy picks for ``pod``; (-1, -1) if none fits."""
-        key = pod.fit_key
-        shape = self._shapes.get(key)
-        if shape is None:
-            shape = self._shapes[key] = self._new_shape(pod)
-        if shape.cursor < 0:
-            pos = rebuild(self.kind, *shape.args)
-        else:
-            pos = refresh(self._log[shape.cursor : self._log_len], self.kind, *shape.args)
-        shape.cursor = self._log_len
+        tag = max(affinity_tag(pod), 0)
+        if not self._bounded:
+            shape, pos = self._tree(pod.fit_key, tag)
+            if pos < 0:
+                return -1, -1
+            node = int(self._order[pos])
+            return node, int(shape.leaf_gpu[node])
+        request = (pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+        cpu, mem = pod.cpu_milli, pod.memory_mib
+        floor = max((f for f in self._floors.get(request, ()) if f[0] <= cpu and f[1] <= mem), default=(0, 0))
+        shape, pos = self._floor_tree(floor, request)
         if pos < 0:
             return -1, -1
-        node = int(self._order[pos])
-        return node, int(shape.leaf_gpu[node])
+        a = shape.args
+        pos = best_bounded(
+            self._out, self.kind, floor[0], self._order, a[1], a[2], *a[5:15], *pod.fit_key, tag, *self._tp
+        )
+        self.leaves_scored += int(self._out[2])
+        if pos < 0:
+            return -1, -1
+        return int(self._order[pos]), int(self._out[1])

@@ -10,7 +10,9 @@ The cluster and the stream, seeded:
   ``fill`` of the GPU milli is allocated (a pod that fits nowhere is dropped, as in FGD's
   protocol).  Not timed per decision;
 * **stream**: the policy's index is dropped and attached afresh, so that every pod shape is cold
-  when it first comes, and the next ``decisions`` arrivals are placed one by one, each timed
+  when it first comes (attaching FGD's or BestFit's index builds the trees of the workload's
+  requests, CPU and GPU, as a scheduler told what its cluster runs would; timed apart and
+  printed), and the next ``decisions`` arrivals are placed one by one, each timed
   around ``select`` and then bound.  A decision is *cold* when its shape (the pod's
   ``fit_key``: CPU, memory, GPU count, GPU milli, model mask) has not been asked before in the
   stream;
@@ -62,6 +64,8 @@ class StreamResult:
     shapes: int
     index_mib: tuple[float, ...]
     max_rss_mib: float  # the process's peak so far (this run and every run before it)
+    attach_s: float = 0.0  # attaching the index (trees of the typical GPU requests built)
+    trees: tuple[int, int] = (0, 0)  # the index's trees after attaching and at the end
 
     @property
     def placed(self) -> int:
@@ -100,15 +104,31 @@ def _index_mib(policy: Policy) -> float:
     return nbytes / 2**20 if nbytes is not None else 0.0
 
 
+@dataclass(frozen=True)
+class _Stream:
+    latency_ms: np.ndarray
+    cold: np.ndarray
+    node: np.ndarray
+    shapes: int
+    index_mib: tuple[float, ...]
+    attach_s: float
+    trees: tuple[int, int]
+
+
 def stream_decisions(
     state: ClusterState, arrivals: PodBatch, first: int, decisions: int, policy: Policy, scan: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, tuple[float, ...]]:
-    """(latencies ms, cold flags, nodes chosen, shapes, index MiB per :data:`MEMORY_EVERY`) of
-    arrivals ``first .. first + decisions - 1`` on ``state`` (changed: each placement bound)."""
+) -> _Stream:
+    """Latencies (ms), cold flags, nodes chosen, shapes, index MiB per :data:`MEMORY_EVERY`,
+    attach seconds and trees of arrivals ``first .. first + decisions - 1`` on ``state``
+    (changed: each placement bound)."""
+    attach_s, trees_at_attach = 0.0, 0
     if not scan:
+        started = time.perf_counter()
         policy.attach(state)
+        attach_s = time.perf_counter() - started
         if policy.index_nbytes() is None:
             raise ValueError(f"policy {policy.name!r} keeps no index: run it with scan=True")
+        trees_at_attach = policy.index_trees() or 0
     n = min(decisions, len(arrivals) - first)
     if n < decisions:
         raise ValueError(
@@ -134,8 +154,9 @@ def stream_decisions(
             memory.append(_index_mib(policy))
     if n % MEMORY_EVERY:
         memory.append(_index_mib(policy))
+    trees = (trees_at_attach, policy.index_trees() or 0)
     policy.reset()
-    return latency, cold, node, len(seen), tuple(memory)
+    return _Stream(latency, cold, node, len(seen), tuple(memory), attach_s, trees)
 
 
 def bench_stream(
@@ -151,15 +172,15 @@ def bench_stream(
     inputs = workload_inputs(workload)
     warm_up(policy_name, inputs.typical)
     policy = make_policy(policy_name, inputs.typical, seed)
+    policy.expect(inputs.pods.requests())
     state, arrivals, first, fill_s = filled_cluster(workload, gpus, policy, seed, fill)
     fill_pct = 100.0 * state.used_gpu_milli / state.gpu_capacity_milli
     out = []
     for mode in modes:
         work = state.copy() if len(modes) > 1 else state
         chooser = make_policy(policy_name, inputs.typical, seed)
-        latency, cold, node, shapes, memory = stream_decisions(
-            work, arrivals, first, decisions, chooser, scan=mode == "scan"
-        )
+        chooser.expect(inputs.pods.requests())  # the workload's requests: trees built on attach
+        run = stream_decisions(work, arrivals, first, decisions, chooser, scan=mode == "scan")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         total_gpus = int(state.gpu_count.sum())
         out.append(
@@ -170,12 +191,14 @@ def bench_stream(
                 state.num_nodes,
                 fill_pct,
                 fill_s,
-                latency,
-                cold,
-                node,
-                shapes,
-                memory,
+                run.latency_ms,
+                run.cold,
+                run.node,
+                run.shapes,
+                run.index_mib,
                 rss,
+                run.attach_s,
+                run.trees,
             )
         )
     return out
@@ -194,6 +217,15 @@ def format_stream(results: list[StreamResult]) -> str:
             f"{r.latency_ms[r.cold].max() if r.cold.any() else float('nan'):>9.3f} {r.placed:>7} "
             f"{r.index_mib[-1] if r.index_mib else 0.0:>10.1f} {r.max_rss_mib:>13.0f}"
         )
+    by_policy: dict[str, dict[str, StreamResult]] = {}
+    for r in results:
+        by_policy.setdefault(r.policy, {})[r.mode] = r
+    for name, modes in by_policy.items():
+        if "index" in modes and "scan" in modes:
+            same = int((modes["index"].node == modes["scan"].node).sum())
+            lines.append(
+                f"{name} index and scan chose the same node for {same:,} of {modes['index'].node.size:,} arrivals"
+            )
     for r in results:
         if r.mode == "index" and r.index_mib:
             steps = ", ".join(
@@ -201,4 +233,8 @@ def format_stream(results: list[StreamResult]) -> str:
                 for i, m in enumerate(r.index_mib)
             )
             lines.append(f"{r.policy} index MiB after decisions {steps}")
+            lines.append(
+                f"{r.policy} index attached in {r.attach_s:.2f} s with {r.trees[0]} trees (the workload's "
+                f"requests); {r.trees[1]} trees after the stream"
+            )
     return "\n".join(lines)

@@ -1,0 +1,163 @@
+"""Exact best node from a tree of upper bounds: the score index's query for FGD and BestFit.
+
+A pod's score depends on its CPU request (FGD: a smaller CPU left after placement can only make
+the node's fragmentation larger; BestFit: the value before truncation grows linearly with it),
+so an index with one tree per full pod shape must build a new tree over every node for each
+new CPU or memory figure.  For these kinds the index instead keeps one tree per *GPU request*
+(GPU count, milli, model mask), whose leaf for a node is a **bound key**: an int64 from which
+:func:`_bound` gives, for any CPU request, an integer that no score of that node for a pod with
+this GPU request can exceed:
+
+* FGD: the node's score for the pod with CPU 0, with :data:`~gpudefrag.policies.kinds.FGD_BOUND_SLACK_MILLI`
+  added to its fragmentation change (so float rounding cannot put a real score above it); the
+  bound is the key itself;
+* BestFit: ``floor(v0 x KEY_SCALE)`` with ``v0`` the value at CPU 0; the bound for CPU ``c``
+  is ``int64((key + 1) / KEY_SCALE + c / 128000 x 50 + 1e-9)``.
+
+A node the GPU request does not fit (memory and CPU 0) has no key; a pod with more CPU or memory
+fits fewer nodes, never more.
+
+:func:`best_bounded` searches the tree (whose inner entries hold the position of the best key
+in their subtree, ties to the lower position) depth first, the child of the higher bound first
+(the left one on equal bounds), scoring a leaf exactly (:func:`~gpudefrag.policies.index_kernel._node_value`) when
+it is reached.  A subtree is skipped when its best bound is below the best score found, or equal
+to it with its leftmost position not below the best position.  The answer is therefore exactly
+the full scan's: the highest score, ties to the lowest position in tie-break order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numpy.typing import NDArray
+
+from gpudefrag.jit import njit_no_nrt
+from gpudefrag.model.constants import MAX_SPEC_CPU_MILLI
+from gpudefrag.policies.index_kernel import _node_value
+from gpudefrag.policies.kinds import BESTFIT, KEY_SCALE
+from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+__all__ = ["best_bounded"]
+
+
+@njit_no_nrt
+def _bound(kind: int, key: int, extra_cpu: int) -> np.int64:
+    """The highest score a node of bound ``key`` can give a pod asking ``extra_cpu`` more CPU
+    than its tree's floor."""
+    if kind == BESTFIT:
+        return np.int64((key + 1) / KEY_SCALE + extra_cpu / MAX_SPEC_CPU_MILLI * 50.0 + 1e-9)
+    return np.int64(key)
+
+
+@njit(cache=True)
+def best_bounded(
+    out: IntArray,
+    kind: int,
+    cpu_floor: int,
+    order: IntArray,
+    tree: IntArray,
+    leaf_key: IntArray,
+    cpu_left: IntArray,
+    mem_left: IntArray,
+    gpu_left: IntArray,
+    gpu_count: IntArray,
+    model: IntArray,
+    pod_count: IntArray,
+    affinity: IntArray,
+    version: IntArray,
+    frag: FloatArray,
+    frag_version: IntArray,
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+    tp_cpu: IntArray,
+    tp_gpu: IntArray,
+    tp_num: IntArray,
+    tp_mask: IntArray,
+    tp_freq: FloatArray,
+) -> int:
+    """The best position for the pod (module docstring), or -1 when no node fits; ``out``
+    receives ``(position, sharing-pod GPU or -1, leaves scored)``."""
+    size = leaf_key.shape[0]
+    scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
+    depth = 0
+    while (1 << depth) < size:
+        depth += 1
+    stack = np.empty(2 * depth + 4, dtype=np.int64)
+    top = 0
+    stack[top] = 1
+    top += 1
+    best_score = np.int64(INFEASIBLE)
+    best_pos = size
+    best_gpu = -1
+    scored = 0
+    while top > 0:
+        top -= 1
+        j = stack[top]
+        win = tree[j]
+        if win < 0 or leaf_key[win] == INFEASIBLE:
+            continue
+        ub = _bound(kind, leaf_key[win], pod_cpu - cpu_floor)
+        level = 0
+        while (j << level) < size:
+            level += 1
+        leftmost = (j << level) - size
+        if ub < best_score or (ub == best_score and leftmost >= best_pos):
+            continue
+        if j >= size:
+            n = order[win]
+            s, g = _node_value(
+                kind,
+                0,
+                n,
+                cpu_left,
+                mem_left,
+                gpu_left,
+                gpu_count,
+                model,
+                pod_count,
+                affinity,
+                version,
+                frag,
+                frag_version,
+                pod_cpu,
+                pod_mem,
+                pod_num,
+                pod_milli,
+                pod_mask,
+                pod_tag,
+                tp_cpu,
+                tp_gpu,
+                tp_num,
+                tp_mask,
+                tp_freq,
+                scratch,
+            )
+            scored += 1
+            if s != INFEASIBLE and (s > best_score or (s == best_score and win < best_pos)):
+                best_score, best_pos, best_gpu = s, win, g
+            continue
+        left, right = 2 * j, 2 * j + 1
+        # the side of the higher bound is searched first (pushed last); on equal bounds the
+        # left side, whose positions win ties
+        if tree[right] >= 0 and (
+            tree[left] < 0
+            or _bound(kind, leaf_key[tree[right]], pod_cpu - cpu_floor)
+            > _bound(kind, leaf_key[tree[left]], pod_cpu - cpu_floor)
+        ):
+            stack[top] = left
+            stack[top + 1] = right
+        else:
+            stack[top] = right
+            stack[top + 1] = left
+        top += 2
+    out[0] = best_pos if best_score != INFEASIBLE else -1
+    out[1] = best_gpu
+    out[2] = scored
+    return out[0]
