@@ -138,6 +138,8 @@ class ScoreIndex:
         self._bounded = int(kind in BOUNDED_KINDS)
         # GPU request -> its floors (CPU milli, memory MiB) that have a tree
         self._floors: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        # pod fit key -> (CPU floor, tree) of the highest floor it reaches (cleared on a new floor)
+        self._picks: dict[tuple[int, int, int, int, int], tuple[int, _ShapeTree]] = {}
         self._out = np.zeros(3, dtype=np.int64)
         self.leaves_scored = 0
         """Leaves scored exactly by bounded queries so far (how tight the bounds are)."""
@@ -229,16 +231,21 @@ class ScoreIndex:
             cpu, mem, num, milli, mask = req if len(req) == 5 else (req[0], 0, *req[1:])
             for floor in ((0, 0), (cpu, mem)):
                 self._floor_tree(floor, (num, milli, mask))
+        self._picks.clear()
         return len(self._shapes) - before
 
-    def _floor_tree(self, floor: tuple[int, int], request: tuple[int, int, int]) -> tuple[_ShapeTree, int]:
-        """The bounded tree of a GPU request at floor ``(cpu_milli, memory_mib)``, up to date."""
+    def _floor_tree(self, floor: tuple[int, int], request: tuple[int, int, int]) -> _ShapeTree:
+        """The bounded tree of a GPU request at floor ``(cpu_milli, memory_mib)`` (built if new,
+        brought up to date when it is used)."""
         num, milli, mask = request
-        floors = self._floors.setdefault(request, [])
-        if floor not in floors:
-            floors.append(floor)
-        tag = max(affinity_tag(PodSpec(0, 0, num, milli, mask)), 0)
-        return self._tree((*floor, num, milli, mask), tag)
+        fit_key = (*floor, num, milli, mask)
+        shape = self._shapes.get(fit_key)
+        if shape is None:
+            self._floors.setdefault(request, []).append(floor)
+            self._picks.clear()  # a new floor may suit shapes already picked better
+            tag = max(affinity_tag(PodSpec(0, 0, num, milli, mask)), 0)
+            shape = self._tree(fit_key, tag)[0]
+        return shape
 
     @property
     def trees(self) -> int:
@@ -250,12 +257,16 @@ class ScoreIndex:
         shape = self._shapes.get(fit_key)
         if shape is None:
             shape = self._shapes[fit_key] = self._new_shape(fit_key, tag)
+        return shape, self._update(shape)
+
+    def _update(self, shape: _ShapeTree) -> int:
+        """Bring ``shape``'s tree up to the log's end; its best position (-1: none)."""
         if shape.cursor < 0:
             pos = rebuild(self.kind, self._bounded, *shape.args)
         else:
             pos = refresh(self._log[shape.cursor : self._log_len], self.kind, self._bounded, *shape.args)
         shape.cursor = self._log_len
-        return shape, pos
+        return int(pos)
 
     def best(self, pod: PodSpec) -> tuple[int, int]:
         """(node, sharing-pod GPU or -1) the policy picks for ``pod``; (-1, -1) if none fits."""
@@ -266,15 +277,20 @@ class ScoreIndex:
                 return -1, -1
             node = int(self._order[pos])
             return node, int(shape.leaf_gpu[node])
-        request = (pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
-        cpu, mem = pod.cpu_milli, pod.memory_mib
-        floor = max((f for f in self._floors.get(request, ()) if f[0] <= cpu and f[1] <= mem), default=(0, 0))
-        shape, pos = self._floor_tree(floor, request)
-        if pos < 0:
-            return -1, -1
+        key = pod.fit_key
+        picked = self._picks.get(key)
+        if picked is None:
+            request = (pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask)
+            cpu, mem = pod.cpu_milli, pod.memory_mib
+            floors = self._floors.get(request, ())
+            floor = max((f for f in floors if f[0] <= cpu and f[1] <= mem), default=(0, 0))
+            picked = self._picks[key] = (floor[0], self._floor_tree(floor, request))
+        floor_cpu, shape = picked
+        if shape.cursor != self._log_len:
+            self._update(shape)
         a = shape.args
         pos = best_bounded(
-            self._out, self.kind, floor[0], self._order, a[1], a[2], *a[5:15], *pod.fit_key, tag, *self._tp
+            self._out, self.kind, floor_cpu, self._order, a[1], a[2], *a[5:15], *key, tag, *self._tp
         )
         self.leaves_scored += int(self._out[2])
         if pos < 0:
