@@ -3,19 +3,19 @@
 A pod's score depends on its CPU request (FGD: a smaller CPU left after placement can only make
 the node's fragmentation larger; BestFit: the value before truncation grows linearly with it),
 so an index with one tree per full pod shape must build a new tree over every node for each
-new CPU or memory figure.  For these kinds the index instead keeps one tree per *GPU request*
-(GPU count, milli, model mask), whose leaf for a node is a **bound key**: an int64 from which
-:func:`_bound` gives, for any CPU request, an integer that no score of that node for a pod with
-this GPU request can exceed:
+new CPU or memory figure.  For these kinds the index instead keeps trees per *GPU request* (GPU
+count, milli, model mask) and *floor* ``(f_cpu, f_mem)``, whose leaf for a node is a **bound
+key**: an int64 from which :func:`_bound` gives, for any pod with this GPU request asking at
+least the floor, an integer that no score of that node for the pod can exceed:
 
-* FGD: the node's score for the pod with CPU 0, with :data:`~gpudefrag.policies.kinds.FGD_BOUND_SLACK_MILLI`
-  added to its fragmentation change (so float rounding cannot put a real score above it); the
-  bound is the key itself;
-* BestFit: ``floor(v0 x KEY_SCALE)`` with ``v0`` the value at CPU 0; the bound for CPU ``c``
-  is ``int64((key + 1) / KEY_SCALE + c / 128000 x 50 + 1e-9)``.
+* FGD: the node's score for the GPU request with CPU ``f_cpu``, with
+  :data:`~gpudefrag.policies.kinds.FGD_BOUND_SLACK_MILLI` added to its fragmentation change (so
+  float rounding cannot put a real score above it); the bound is the key itself;
+* BestFit: ``floor(v_f x KEY_SCALE)`` with ``v_f`` the value at CPU ``f_cpu``; the bound for CPU
+  ``c`` is ``int64((key + 1) / KEY_SCALE + (c - f_cpu) / 128000 x 50 + 1e-9)``.
 
-A node the GPU request does not fit (memory and CPU 0) has no key; a pod with more CPU or memory
-fits fewer nodes, never more.
+A node the floor does not fit (``f_cpu`` CPU, ``f_mem`` memory and the GPU request) has no key;
+a pod asking more CPU or memory fits fewer nodes, never more.
 
 :func:`best_bounded` searches the tree (whose inner entries hold the position of the best key
 in their subtree, ties to the lower position) depth first, the child of the higher bound first

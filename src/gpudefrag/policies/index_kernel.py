@@ -82,8 +82,8 @@ def _node_value(
     scratch: IntArray,
 ) -> tuple[np.int64, int]:
     """(score, sharing-pod GPU or -1) of node ``n``; ``INFEASIBLE`` when the pod does not fit.
-    With ``bound`` (FGD and BestFit; the pod's CPU given as its tree's CPU floor, its memory
-    as 0): the node's *bound key* instead (:mod:`gpudefrag.policies.bound_kernel`)."""
+    With ``bound`` (FGD and BestFit; the pod's CPU and memory given as its tree's floor): the
+    node's *bound key* instead (:mod:`gpudefrag.policies.bound_kernel`)."""
     if not node_fits(
         n,
         cpu_left,

@@ -34,5 +34,5 @@ FGD_BOUND_SLACK_MILLI = 1e-6
 rounding of ``F`` (below 1e-9 milli on a node) and far below a score step."""
 
 KEY_SCALE = float(1 << 20)
-"""BestFit's bound key is ``floor(value at CPU 0 x KEY_SCALE)`` (an int64 that orders like the
-value)."""
+"""BestFit's bound key is ``floor(value at the tree's CPU floor x KEY_SCALE)`` (an int64 that
+orders like the value)."""
