@@ -231,7 +231,6 @@ class ScoreIndex:
             cpu, mem, num, milli, mask = req if len(req) == 5 else (req[0], 0, *req[1:])
             for floor in ((0, 0), (cpu, mem)):
                 self._floor_tree(floor, (num, milli, mask))
-        self._picks.clear()
         return len(self._shapes) - before
 
     def _floor_tree(self, floor: tuple[int, int], request: tuple[int, int, int]) -> _ShapeTree:
