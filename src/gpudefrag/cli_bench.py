@@ -87,6 +87,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_stream_bench(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.bench.k8s_stream import bench_k8s_stream
     from gpudefrag.experiments.bench.stream import bench_stream, format_stream
 
     policies = args.policy or ["fgd", "bestfit"]
@@ -95,9 +96,17 @@ def cmd_stream_bench(args: argparse.Namespace) -> int:
         f"then {args.decisions} further arrivals of its pods one by one, each bound: with the incremental "
         "index attached afresh (every pod shape cold when it first comes) and with a full scan of every node"
     )
+    if args.k8s:
+        print(
+            "through the Kubernetes scheduler's decision path: node and pod objects read by its cache, each "
+            "arrival timed from its watch event to its assumption (view sync, cycle, policy); no API server"
+        )
     results = []
     for name in policies:
-        results += bench_stream(args.workload, args.gpus, name, args.decisions, args.seed)
+        if args.k8s:
+            results += bench_k8s_stream(args.workload, args.gpus, name, args.decisions, args.seed)
+        else:
+            results += bench_stream(args.workload, args.gpus, name, args.decisions, args.seed)
         r = results[-1]
         print(f"{name}: {r.nodes} nodes, {r.gpus} GPUs, filled to {r.fill_pct:.1f} % in {r.fill_s:.1f} s")
     print(format_stream(results))
@@ -187,7 +196,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.sweep is not None:
         refuse(
             args,
-            {"gpus": "--gpus", "scan": "--scan", "stream": "--stream"},
+            {"gpus": "--gpus", "scan": "--scan", "stream": "--stream", "k8s": "--k8s"},
             "not with --sweep (it times every size, index and scan)",
         )
         return cmd_scale_sweep(_scale_defaults(args))
@@ -208,6 +217,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.decisions is None:
             args.decisions = 2000
         return cmd_stream_bench(args)
+    refuse(args, {"k8s": "--k8s"}, "only with --stream")
     if args.gpus is not None:
         return cmd_scale_bench(_scale_defaults(args))
     refuse(args, {**scale_only, "scan": "--scan", "stream": "--stream"}, "only with --gpus or --sweep")
@@ -273,6 +283,12 @@ def add_bench_command(sub: Any) -> None:
         default=None,
         help="with --gpus: the --workload's own nodes and pods (openb) as a stream (node list repeated to "
         "N GPUs, filled to 85 %%, then --decisions arrivals, index and scan); docs/scale.md",
+    )
+    bench.add_argument(
+        "--k8s",
+        action="store_true",
+        help="with --stream: decide through the Kubernetes scheduler's decision path (its cache fed node "
+        "and pod objects, no API server) instead of the policy alone",
     )
     bench.add_argument(
         "--sweep",

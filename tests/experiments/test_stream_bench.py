@@ -50,3 +50,35 @@ def test_stream_options_that_do_not_fit_exit_2(
 ) -> None:
     assert main(argv) == 2
     assert needle in capsys.readouterr().err
+
+
+@needs_mirror
+def test_the_k8s_path_decides_what_the_policy_decides_on_the_same_cluster() -> None:
+    """Through the scheduler's cache and cycle, index or scan, each arrival lands where the policy
+    alone puts it on the same filled state (pod objects read back to the same requests)."""
+    from gpudefrag.experiments.bench.k8s_stream import _fill, bench_k8s_stream
+    from gpudefrag.experiments.common.inputs import workload_inputs
+    from gpudefrag.policies.registry import make_policy
+
+    typical = workload_inputs("openb_pod_list_default").typical
+    index, scan = bench_k8s_stream("openb_pod_list_default", 6000, "fgd", decisions=200, seed=4)
+    assert (index.mode, scan.mode) == ("k8s index", "k8s scan")
+    assert 84.0 <= index.fill_pct <= 86.0
+    assert np.array_equal(index.node, scan.node) and index.placed > 0
+    assert index.trees[0] > 0 and scan.trees == (0, 0)
+    filled = _fill("openb_pod_list_default", 6000, make_policy("fgd", typical), 4, 0.85)
+    state = filled.cache().state
+    policy = make_policy("fgd", typical)
+    direct = []
+    for k in range(200):
+        p = policy.select(state, filled.arrivals.pod(filled.first + k))
+        direct.append(-1 if p is None else p.node)
+        if p is not None:
+            state.bind(p)
+    assert index.node.tolist() == direct
+    assert "fgd k8s index and k8s scan chose the same node for 200 of 200" in format_stream([index, scan])
+
+
+def test_k8s_needs_the_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--gpus", "1000", "--k8s"]) == 2
+    assert "--k8s: only with --stream" in capsys.readouterr().err

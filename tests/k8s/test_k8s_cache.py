@@ -122,3 +122,132 @@ def test_an_assumed_pod_keeps_its_room_when_the_node_list_changes():
     assert sum(_free_gpu_milli(c, "b")) == 0 and rec.assumed and rec.counted_on == "b"
     c.replace_nodes([node("a")])  # its node is gone: the assumption is dropped, the pod pending again
     assert not rec.assumed and [r.key for r in c.pending()] == ["default/p"]
+
+
+def test_the_sets_a_cycle_reads_stay_what_a_full_pass_over_the_cache_finds():
+    """Pending pods, unusable nodes and reservations are kept per event; after a random run of
+    node and pod events, assumptions and failed binds, each equals the full pass."""
+    import random
+
+    from gpudefrag.k8s import names
+    from gpudefrag.k8s.records import Reservation
+    from gpudefrag.k8s.timefmt import from_rfc3339
+    from gpudefrag.model.cluster import Placement
+
+    rng = random.Random(5)
+    node_names = [f"n{i}" for i in range(6)]
+    c = _cache(*(node(n) for n in node_names))
+    pods: dict[str, dict] = {}
+    for step in range(400):
+        op = rng.random()
+        if op < 0.15:  # a node turns NotReady / cordoned / reserved, or back
+            obj = node(rng.choice(node_names))
+            if rng.random() < 0.3:
+                obj["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+            if rng.random() < 0.3:
+                obj["spec"]["unschedulable"] = True
+            if rng.random() < 0.4:
+                obj["metadata"]["annotations"] = {
+                    names.RESERVED_FOR: f"default/p{rng.randrange(20)}",
+                    names.RESERVED_UNTIL: rng.choice(["2026-12-01T00:10:00Z", "not-a-time"]),
+                }
+            c.apply_node("MODIFIED", obj)
+        elif op < 0.5:  # a pod arrives or changes: pending, gated, bound, finished, someone else's
+            name = f"p{rng.randrange(20)}"
+            old = pods.get(name)
+            obj = pod(name, gpus=rng.choice([0, 1, 2]), uid=old["metadata"]["uid"] if old else None)
+            kind = rng.random()
+            if kind < 0.2:
+                obj["spec"]["nodeName"] = rng.choice(node_names)
+                obj["status"]["phase"] = "Running"
+            elif kind < 0.3:
+                obj["spec"]["schedulingGates"] = [{"name": "g"}]
+            elif kind < 0.4:
+                obj["status"]["phase"] = "Succeeded"
+            elif kind < 0.5:
+                obj["spec"]["schedulerName"] = "default-scheduler"
+            elif kind < 0.55:
+                obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+            pods[name] = obj
+            c.apply_pod("MODIFIED" if old else "ADDED", obj)
+        elif op < 0.62 and pods:  # a pod is deleted
+            name = rng.choice(sorted(pods))
+            c.apply_pod("DELETED", pods.pop(name))
+        elif op < 0.85:  # the scheduler assumes a pending pod where it fits
+            waiting = c.pending()
+            if waiting:
+                rec = rng.choice(waiting)
+                for i in range(len(c.order)):
+                    gpus = tuple(range(rec.request.spec.num_gpu))
+                    if c.state.why_not_fits(i, rec.request.spec, gpus) is None:
+                        c.assume(rec.uid, Placement(i, gpus, rec.request.spec))
+                        break
+        else:  # a bind fails
+            assumed = [r for r in c.pods.values() if r.assumed]
+            if assumed:
+                c.forget(rng.choice(assumed).uid)
+        full = sorted(
+            (r for r in c.pods.values() if ClusterCache._is_pending(r)),
+            key=lambda r: (-r.request.priority, r.request.created_s, r.key),
+        )
+        assert [r.uid for r in c.pending()] == [r.uid for r in full], step
+        assert c.unusable_nodes() == [i for i, n in enumerate(c.order) if not c.nodes[n].usable], step
+        want = []
+        for n in c.order:
+            ann = c.nodes[n].annotations
+            if ann.get(names.RESERVED_FOR):
+                try:
+                    until = from_rfc3339(ann.get(names.RESERVED_UNTIL, ""))
+                except ValueError:
+                    until = 0.0
+                want.append(Reservation(n, ann[names.RESERVED_FOR], until, ann.get(names.PLAN, "")))
+        assert c.all_reservations() == want, step
+
+
+def test_excluded_nodes_follow_taint_and_label_changes_node_by_node(monkeypatch):
+    """What each set of pod terms rules out is kept and updated per changed node; after every
+    node event it equals a pass over every node, also across a rebuild and a dropped node log."""
+    import random
+
+    from gpudefrag.k8s import cache as cache_module
+    from gpudefrag.k8s.affinity import selects
+    from gpudefrag.k8s.taints import tolerates_all
+
+    monkeypatch.setattr(cache_module, "MIN_NODE_LOG", 8)
+    rng = random.Random(9)
+    node_names = [f"n{i}" for i in range(7)]
+    c = _cache(*(node(n) for n in node_names))
+    taint = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+    probes = [pod("plain"), pod("tolerant"), pod("picky"), pod("both")]
+    probes[1]["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    probes[2]["spec"]["nodeSelector"] = {"zone": "a"}
+    probes[3]["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    probes[3]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+                ]
+            }
+        }
+    }
+    recs = [c.apply_pod("ADDED", p) for p in probes]
+    for step in range(150):
+        name = rng.choice(node_names)
+        labels = {"zone": rng.choice("ab")} if rng.random() < 0.7 else {}
+        obj = node(name, **labels)
+        if rng.random() < 0.5:
+            obj["spec"]["taints"] = [dict(taint)]
+        if rng.random() < 0.05:  # a new node: indices change, everything is found again
+            obj = node(f"m{step}", **labels)
+            node_names.append(obj["metadata"]["name"])
+        c.apply_node("MODIFIED", obj)
+        for rec in recs:
+            spec = rec.obj["spec"]
+            want = [
+                i
+                for i, n in enumerate(c.order)
+                if (c.nodes[n].taints and not tolerates_all(spec.get("tolerations") or [], c.nodes[n].taints))
+                or not selects(spec, c.nodes[n].labels)
+            ]
+            assert c.excluded_for(rec).tolist() == want, (step, rec.key)

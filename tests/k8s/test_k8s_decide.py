@@ -134,3 +134,25 @@ def test_solver_settings_reach_the_placer_and_ages_count_from_creation():
         cache.apply_pod("ADDED", pod("young-b", gpus=1, created=to_rfc3339(NOW - 10)))
         placed[most] = sorted(rec.key for rec, _ in _decide(cache, core).binds)
     assert placed == {0: ["default/pair"], 1: ["default/young-a", "default/young-b"]}
+
+
+def test_observing_the_cache_tells_the_policy_its_pods_requests_most_common_first():
+    """At the first cycle (and each doubling of the pods seen) the policy expects the requests of
+    the pods the cache holds, most common first, and an index attached builds their trees."""
+    import numpy as np
+
+    cache = ClusterCache()
+    cache.replace_nodes([node("a"), node("b")])
+    for i in range(3):
+        cache.apply_pod("ADDED", pod(f"s{i}", milli=300, cpu="2"))
+    cache.apply_pod("ADDED", pod("w", gpus=1, cpu="4", node_name="a", gpu_index="0", phase="Running"))
+    core = DecisionCore("fgd", [], typical=None)
+    core.observe(cache)
+    shared = cache.pods[cache.by_key["default/s0"]].request.spec.fit_key
+    whole = cache.pods[cache.by_key["default/w"]].request.spec.fit_key
+    assert core.policy.expected == (shared, whole)
+    view = cache.decision_view.sync(np.zeros(0, dtype=np.int64))
+    core.policy.attach(view)
+    index = core.policy._index
+    for request in (shared, whole):  # each request's own floor has its tree
+        assert request in index._shapes

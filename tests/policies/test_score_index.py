@@ -150,3 +150,31 @@ def test_bounded_kinds_keep_one_tree_per_gpu_request_and_stay_exact(name, gen, t
     warmed = {(f, 0, n, m, mask) for cpu, n, m, mask in typical_small.requests() for f in (0, cpu)}
     assert index is not None and set(index._shapes) == warmed | {(0, 0, n, m, -1) for n, m in asked}
     assert index.leaves_scored < 400 * 40  # a search scores a few leaves, not the cluster
+
+
+def test_an_unbounded_kind_evicts_the_shape_used_least_recently_and_stays_exact(
+    gen, typical_small, monkeypatch
+):
+    """Past its tree budget, a per-shape index (GpuPacking) drops the shape used least recently;
+    a dropped shape asked again is rebuilt and still gets the full scan's node."""
+    from gpudefrag.policies import score_index
+
+    monkeypatch.setattr(score_index, "TREE_BUDGET_BYTES", 0)
+    monkeypatch.setattr(score_index, "MIN_TREES", 3)
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20), ("T4", 4, 32000, 1 << 19)] * 4)
+    policy = make_policy("gpupacking", typical_small)
+    policy.attach(state)
+    shapes = [PodSpec(1000 * (k + 1), 512, 1, 500) for k in range(5)]
+    rng = random.Random(3)
+    for step in range(60):
+        pod = shapes[0] if step % 2 else rng.choice(shapes)  # shape 0 stays hot
+        got = policy.select(state, pod)
+        want = _scan("gpupacking", typical_small, state, pod)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert (got.node, got.gpus) == (want.node, want.gpus)
+            state.bind(got)
+        assert policy.index_trees() <= 3
+    index = policy._index
+    assert index.max_trees == 3
+    assert shapes[0].fit_key in index._shapes  # the hot shape was never the least recent

@@ -31,6 +31,15 @@ def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return False
 
 
+def selects_every_node(pod_spec: Mapping[str, Any]) -> bool:
+    """Whether the pod has no node selector and no required node affinity (every node's labels
+    satisfy it: :func:`selects` is true whatever the labels)."""
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return not pod_spec.get("nodeSelector") and not required.get("nodeSelectorTerms")
+
+
 def selects(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """Whether a node with ``labels`` satisfies the pod's node selector and required affinity."""
     for k, v in (pod_spec.get("nodeSelector") or {}).items():

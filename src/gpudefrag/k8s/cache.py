@@ -18,6 +18,10 @@ Rules (those of kube-scheduler's cache):
   reason (the scheduler reports it once as a Kubernetes Event).
 * Nodes are indexed in name order; a node set or capacity change rebuilds the state and counts
   every counted pod again.
+* What a cycle reads is kept as events arrive, so a cycle costs what changed, not the cluster's
+  size: the pending pods, the unusable nodes and the reservations are sets updated per event, and
+  :attr:`ClusterCache.decision_view` (:mod:`gpudefrag.k8s.decision_view`) is the state a cycle
+  decides on.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.affinity import selects
+from gpudefrag.k8s.affinity import selects, selects_every_node
+from gpudefrag.k8s.decision_view import DecisionView
 from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
 from gpudefrag.k8s.records import FINISHED, PodRecord, Reservation, pod_key
 from gpudefrag.k8s.requests import ObjectError, gpu_assignment, pod_request
@@ -42,6 +47,21 @@ from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
 from gpudefrag.model.pods import PodSpec
 
 log = logging.getLogger("gpudefrag.k8s")
+
+MIN_NODE_LOG = 4096
+"""The log of nodes changed in place is dropped (and what was kept per pod terms found again)
+once it holds more than this or twice the node count."""
+
+
+@dataclass
+class _Excluded:
+    """The nodes one set of pod terms rules out, as of node layout ``layout`` and the first
+    ``seen`` entries of the node log; ``nodes`` is ``bad`` as a sorted array (``None``: stale)."""
+
+    layout: int
+    seen: int
+    bad: set[int]
+    nodes: np.ndarray | None = None
 
 
 @dataclass
@@ -60,6 +80,7 @@ class ClusterCache:
         self.order: list[str] = []
         self.index: dict[str, int] = {}
         self.state: ClusterState = cluster_state([], self.models)
+        self.decision_view = DecisionView(self.state)
         self.pods: dict[str, PodRecord] = {}
         self.by_key: dict[str, str] = {}
         self.pod_groups: dict[str, int] = {}
@@ -70,8 +91,14 @@ class ClusterCache:
         """Bumped on every change that may let a pending pod fit (a pod leaving, a node change)."""
         self.node_version = 0
         """Bumped on every node event (taints, labels, readiness may have changed)."""
-        self._taint_cache: dict[str, tuple[int, np.ndarray]] = {}
+        self._excluded: dict[str, _Excluded] = {}  # pod terms key -> the nodes they rule out
+        self._layout = 0  # bumped when node indices change (a rebuild)
+        self._node_log: list[int] = []  # nodes changed in place since the last rebuild, in order
+        self._tainted: set[int] = set()  # nodes with taints
         self._off_limits_cache: dict[str, tuple[int, frozenset[int]]] = {}
+        self._waiting: set[str] = set()  # UIDs of the pods pending() returns
+        self._unusable: set[int] = set()  # indices of the nodes unusable_nodes() returns
+        self._reserved: dict[str, Reservation] = {}  # node name -> its reservation annotations
 
     # ------------------------------------------------------------------ nodes
     def apply_node(self, event: str, obj: dict) -> None:
@@ -91,6 +118,12 @@ class ClusterCache:
         shape = (info.cpu_milli, info.memory_mib, info.gpu_count, info.gpu_model)
         if old is None or (old.cpu_milli, old.memory_mib, old.gpu_count, old.gpu_model) != shape:
             self._rebuild()
+        else:
+            self._note_node(name)
+            self._node_log.append(self.index[name])
+            if len(self._node_log) > max(MIN_NODE_LOG, 2 * len(self.order)):  # cheaper to start over
+                self._node_log = []
+                self._layout += 1
         self.version += 1
 
     def replace_nodes(self, objs: Iterable[dict]) -> None:
@@ -105,11 +138,42 @@ class ClusterCache:
             self.nodes[info.name] = info
         self._rebuild()
 
+    def _note_node(self, name: str) -> None:
+        """Keep the unusable-node set and the reservations current for node ``name``."""
+        info = self.nodes[name]
+        i = self.index[name]
+        if info.ready and info.schedulable:
+            self._unusable.discard(i)
+        else:
+            self._unusable.add(i)
+        if info.taints:
+            self._tainted.add(i)
+        else:
+            self._tainted.discard(i)
+        pod = info.annotations.get(names.RESERVED_FOR)
+        if not pod:
+            self._reserved.pop(name, None)
+            return
+        try:
+            until = from_rfc3339(info.annotations.get(names.RESERVED_UNTIL, ""))
+        except ValueError:
+            until = 0.0
+        self._reserved[name] = Reservation(name, pod, until, info.annotations.get(names.PLAN, ""))
+
     def _rebuild(self) -> None:
         self.node_version += 1
         self.order = sorted(self.nodes)
         self.index = {n: i for i, n in enumerate(self.order)}
+        self._unusable = set()
+        self._reserved = {}
+        self._tainted = set()
+        self._node_log = []
+        self._layout += 1
+        for name in self.order:
+            self._note_node(name)
+        self.decision_view.close()
         self.state = cluster_state([self.nodes[n] for n in self.order], self.models)
+        self.decision_view = DecisionView(self.state)
         assumed = {
             rec.uid: (rec.counted_on, rec.placement.gpus)
             for rec in self.pods.values()
@@ -133,6 +197,7 @@ class ClusterCache:
                 rec.counted_on = node
             else:  # the node is gone or changed: the bind will fail or the API will say where it went
                 rec.assumed = False
+                self._file(rec)
         self.version += 1
 
     # ------------------------------------------------------------------- pods
@@ -155,6 +220,7 @@ class ClusterCache:
             if rec.counted_on != rec.node or self._api_gpus(rec) not in (None, self._gpus(rec)):
                 self._uncount(rec)
         self._count(rec)
+        self._file(rec)
         return rec
 
     def replace_pods(self, objs: Iterable[dict]) -> None:
@@ -202,6 +268,7 @@ class ClusterCache:
         if rec is None:
             return
         self._uncount(rec)
+        self._waiting.discard(uid)
         self.by_key.pop(rec.key, None)
         self.by_id.pop(rec.pod_id, None)
         self.pod_ids.pop(uid, None)
@@ -275,6 +342,7 @@ class ClusterCache:
         rec.placement = placement
         rec.counted_on = self.order[placement.node]
         rec.assumed = True
+        self._waiting.discard(uid)
 
     def forget(self, uid: str) -> None:
         """Undo :meth:`assume` after a failed bind (no-op if the API has shown it bound)."""
@@ -282,39 +350,39 @@ class ClusterCache:
         if rec is not None and rec.assumed:
             rec.assumed = False
             self._uncount(rec)
+            self._file(rec)
 
     # ---------------------------------------------------------------- queries
+    @staticmethod
+    def _is_pending(rec: PodRecord) -> bool:
+        """Ours, waiting for a node, and schedulable now (module docstring)."""
+        return (
+            rec.ours
+            and rec.request is not None
+            and rec.node is None
+            and not rec.assumed
+            and not rec.deleting
+            and not rec.gated
+            and rec.phase == "Pending"
+        )
+
+    def _file(self, rec: PodRecord) -> None:
+        """Keep :meth:`pending`'s set current for ``rec`` after any change to it."""
+        if self._is_pending(rec):
+            self._waiting.add(rec.uid)
+        else:
+            self._waiting.discard(rec.uid)
+
     def pending(self) -> list[PodRecord]:
         """Our pods waiting for a node, in queue order: priority (high first), then creation."""
-        out = [
-            r
-            for r in self.pods.values()
-            if r.ours
-            and r.request is not None
-            and r.node is None
-            and not r.assumed
-            and not r.deleting
-            and not r.gated
-            and r.phase == "Pending"
-        ]
+        out = [self.pods[uid] for uid in self._waiting]
         out.sort(key=lambda r: (-r.request.priority, r.request.created_s, r.key))  # type: ignore[union-attr]
         return out
 
     def all_reservations(self) -> list[Reservation]:
         """Every node's reservation annotations, expired ones included (a malformed expiry
         counts as expired: ``until_s`` 0)."""
-        out = []
-        for name in self.order:
-            ann = self.nodes[name].annotations
-            pod = ann.get(names.RESERVED_FOR)
-            if not pod:
-                continue
-            try:
-                until = from_rfc3339(ann.get(names.RESERVED_UNTIL, ""))
-            except ValueError:
-                until = 0.0
-            out.append(Reservation(name, pod, until, ann.get(names.PLAN, "")))
-        return out
+        return [self._reserved[name] for name in sorted(self._reserved)]
 
     def reservations(self, now_s: float) -> list[Reservation]:
         """Active reservations (node annotations written by the defragmentation controller)."""
@@ -331,25 +399,35 @@ class ClusterCache:
         }
         return json.dumps(terms, sort_keys=True)
 
+    def _rules_out(self, node: int, spec: dict) -> bool:
+        """Whether a pod of ``spec`` may not use ``node`` (:meth:`excluded_for`)."""
+        info = self.nodes[self.order[node]]
+        if info.taints and not tolerates_all(spec.get("tolerations") or [], info.taints):
+            return True
+        return not selects(spec, info.labels)
+
     def excluded_for(self, rec: PodRecord) -> np.ndarray:
-        """Indices of the nodes ``rec`` may not use: taints it does not tolerate
+        """Indices of the nodes ``rec`` may not use (ascending): taints it does not tolerate
         (:mod:`gpudefrag.k8s.taints`), labels its node selector or required node affinity rejects
-        (:mod:`gpudefrag.k8s.affinity`); cached per distinct pod terms until a node changes."""
+        (:mod:`gpudefrag.k8s.affinity`).  Kept per distinct pod terms: found once by looking at
+        every node (only the tainted ones when the pod selects every node), then brought up to
+        date with the nodes changed since."""
         spec = rec.obj.get("spec") or {}
-        tolerations = spec.get("tolerations") or []
         key = self._terms_key(rec)
-        hit = self._taint_cache.get(key)
-        if hit is not None and hit[0] == self.node_version:
-            return hit[1]
-        bad = [
-            i
-            for i, n in enumerate(self.order)
-            if (self.nodes[n].taints and not tolerates_all(tolerations, self.nodes[n].taints))
-            or not selects(spec, self.nodes[n].labels)
-        ]
-        out = np.array(bad, dtype=np.int64)
-        self._taint_cache[key] = (self.node_version, out)
-        return out
+        entry = self._excluded.get(key)
+        if entry is None or entry.layout != self._layout:
+            candidates = sorted(self._tainted) if selects_every_node(spec) else range(len(self.order))
+            bad = {i for i in candidates if self._rules_out(i, spec)}
+            entry = self._excluded[key] = _Excluded(self._layout, len(self._node_log), bad)
+        elif entry.seen < len(self._node_log):
+            for i in set(self._node_log[entry.seen :]):
+                if self._rules_out(i, spec) != (i in entry.bad):
+                    entry.bad ^= {i}
+                    entry.nodes = None
+            entry.seen = len(self._node_log)
+        if entry.nodes is None:
+            entry.nodes = np.array(sorted(entry.bad), dtype=np.int64)
+        return entry.nodes
 
     def off_limits(self, rec: PodRecord) -> frozenset[int]:
         """:meth:`excluded_for` and :meth:`unusable_nodes` together: every node ``rec`` may not be
@@ -363,10 +441,8 @@ class ClusterCache:
         return out
 
     def unusable_nodes(self) -> list[int]:
-        """Indices of nodes no pod may be placed on: not Ready, or cordoned / tainted."""
-        return [
-            i for i, n in enumerate(self.order) if not (self.nodes[n].ready and self.nodes[n].schedulable)
-        ]
+        """Indices of nodes no pod may be placed on: not Ready, or cordoned / tainted (ascending)."""
+        return sorted(self._unusable)
 
     def members(self, group_key: str) -> list[PodRecord]:
         """Pods labelled with PodGroup ``namespace/name``, finished ones excluded."""

@@ -14,8 +14,14 @@ Rules:
   assumed plus those pending and schedulable now (not gated, not being deleted) make
   ``minMember``: all of those pending members are placed together, and the members already
   bound (after a restart) pin its domain.
-* Each decision is applied to a working copy before the next one is made, so one cycle never
-  places two pods in the same room.  The result is a list of (pod, placement) to assume and bind.
+* Each decision is applied to the state decided on before the next one is made, so one cycle
+  never places two pods in the same room.  The result is a list of (pod, placement) to assume
+  and bind.
+* That state is the cache's :class:`~gpudefrag.k8s.decision_view.DecisionView` (unusable and
+  reserved nodes masked), synced with the nodes that changed since the last cycle, and the
+  policy's incremental index is attached to it: a cycle costs what changed, not a scan or a
+  copy of every node.  Pods with nodes of their own excluded (taints, selectors) and
+  reservation owners decide on a copy, scanned in full.
 """
 
 from __future__ import annotations
@@ -77,25 +83,32 @@ def decide_cycle(
     reservations = {r.node: r.pod_key for r in cache.reservations(now_s)}
     reserved_idx = np.array([cache.index[n] for n in reservations if n in cache.index], dtype=np.int64)
     unusable = np.array(cache.unusable_nodes(), dtype=np.int64)
-    work = cache.state.copy()
-    work.mask_many(unusable)
+    masked = np.concatenate([unusable, reserved_idx])
+    work = cache.decision_view.sync(masked)
+    policy.attach(work)
     result = CycleResult([], [], [])
     owners = {pod: node for node, pod in reservations.items()}
     rest: list[PodRecord] = []
+    # reservation owners decide on the cache's state with only the unusable nodes masked
+    owned: ClusterState | None = None
     for rec in pending:
         node = owners.get(rec.key)
         if node is None or rec.pod_group is not None:
             rest.append(rec)
             continue
         assert rec.request is not None
-        allowed = _without(work, cache.excluded_for(rec))
+        if owned is None:
+            owned = cache.state.copy()
+            owned.mask_many(unusable)
+        allowed = _without(owned, cache.excluded_for(rec))
         p = _select_owner(allowed, policy, rec.request.spec, cache.index[node], reserved_idx)
         if p is None:
             result.unplaced.append(rec)
         else:
-            work.bind(p)
+            owned.bind(p)
+            if not np.isin(p.node, masked):  # on a masked node it is invisible to the rest anyway
+                work.bind(p)
             result.binds.append((rec, p))
-    work.mask_many(reserved_idx)
     singles: list[PodRecord] = []
     excluded = np.zeros(0, dtype=np.int64)
     done_groups: set[str] = set()

@@ -6,9 +6,19 @@ FGD's rule over the GPU workload of the pods the cache has seen
 (:func:`~gpudefrag.k8s.gpu_workload.gpu_workload_typical`: GPU pods, not DaemonSet or static
 pods), recomputed when the number of pods seen has doubled since the last time (and at the
 first cycle), so the measure follows the cluster's real mix without changing at every pod.
+
+Expected requests: at the same moments (typical pods fixed or not), the policy is told the
+requests of every pod the cache holds, most common first (:meth:`DecisionCore.expect_requests`),
+so its incremental index builds their trees at once, up to its budget: the pods a cluster runs
+are the shapes it will be asked for.  Those trees are built in that cycle (seconds at 200,000
+nodes, at the first cycle and each doubling); after it, a decision on a running pod's shape
+costs a bounded search on a tree of its own CPU and memory.
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -54,6 +64,9 @@ class DecisionCore:
 
     def _build(self, typical: TypicalPods) -> None:
         self.typical = typical
+        old = getattr(self, "policy", None)
+        if old is not None:  # its index (on the cache's decision view) is of no further use
+            old.reset()
         base = "fgd" if self.policy_name == SOLVER else self.policy_name
         self.policy = make_policy(base, typical)
         if self.policy_name == SOLVER:
@@ -74,9 +87,8 @@ class DecisionCore:
             self.policy.select(one, spec)
 
     def observe(self, cache: ClusterCache) -> None:
-        """Recompute observed typical pods when the pods seen have doubled (module docstring)."""
-        if self.fixed_typical is not None:
-            return
+        """Recompute observed typical pods (unless fixed) and tell the policy the requests the
+        cache holds, when the pods seen have doubled (module docstring)."""
         n = len(cache.pods)
         if self._seen and n < 2 * self._seen:
             return
@@ -84,7 +96,14 @@ class DecisionCore:
         if not pods:
             return
         self._seen = max(1, n)
-        self._build(gpu_workload_typical(pods, cache.models.mask_of))
+        if self.fixed_typical is None:
+            self._build(gpu_workload_typical(pods, cache.models.mask_of))
+        self.expect_requests(req.spec.fit_key for _, req in pods)
+
+    def expect_requests(self, requests: Iterable[tuple[int, ...]]) -> None:
+        """Tell the policy these pods' requests (``fit_key``), most common first (module docstring)."""
+        counts = Counter(requests)
+        self.policy.expect(sorted(counts, key=lambda r: (-counts[r], r)))
 
     def nodes_changed(self, cache: ClusterCache) -> None:
         """Rebuild the topology from the nodes' labels."""

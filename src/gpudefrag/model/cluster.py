@@ -367,6 +367,22 @@ class ClusterState(JobOps):
         for w in self._watchers:
             w.nodes_changed(nodes)
 
+    def take_rows(self, source: ClusterState, nodes: NDArray[np.int64]) -> None:
+        """Make the distinct ``nodes`` of this (what-if) copy what they are in ``source`` (a
+        state of the same nodes): resources left, GPU milli, pod count and affinity copied, one
+        fresh version each, watchers told.  The used-GPU total is not changed (as :meth:`mask`)."""
+        if nodes.size == 0:
+            return
+        self.cpu_milli_left[nodes] = source.cpu_milli_left[nodes]
+        self.memory_mib_left[nodes] = source.memory_mib_left[nodes]
+        self._overwrite(nodes, source.gpu_milli_left[nodes])
+        self.pod_count[nodes] = source.pod_count[nodes]
+        self.affinity[nodes] = source.affinity[nodes]
+        self.epoch += 1
+        self.version[nodes] = _fresh_versions(int(nodes.size))
+        for w in self._watchers:
+            w.nodes_changed(nodes)
+
     def snapshot(self) -> tuple[bytes, bytes, bytes, bytes, bytes, int]:
         """Hashable image of the dynamic state (for tests: bind then unbind restores it)."""
         return (

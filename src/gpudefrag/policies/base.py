@@ -61,10 +61,14 @@ class Policy(ABC):
     """Requests (pods' ``fit_key``) the cluster is expected to see (:meth:`expect`)."""
 
     def expect(self, requests: Iterable[tuple[int, ...]]) -> None:
-        """Requests the cluster is expected to see, e.g. a workload's (:meth:`PodBatch.requests`):
-        an index attached after this builds their trees at once (FGD and BestFit), so their
-        first pods do not wait for a tree."""
+        """Requests the cluster is expected to see, most common first, e.g. a workload's
+        (:meth:`PodBatch.requests`): an index attached after this builds their trees at once (FGD
+        and BestFit), so their first pods do not wait for a tree, and an index already attached
+        builds those it lacks now (up to its tree budget: :meth:`ScoreIndex.warm`)."""
         self.expected = tuple(dict.fromkeys(requests))
+        index = getattr(self, "_index", None)
+        if isinstance(index, ScoreIndex):
+            index.warm(self.expected)
 
     def index_nbytes(self) -> int | None:
         """Bytes the attached index holds (``None``: no index attached)."""

@@ -2,7 +2,9 @@
 per-pod policy (FGD, BestFit...).
 
 It takes the cycle's pending pods in queue order, at most ``max_pending`` of them, and binds
-each where the policy says on a copy of the cycle's state.  Within a cycle only binds happen,
+each where the policy says on the cycle's state itself, unbinding them all before it returns
+(the state is left as it was; no copy of every node, and a policy index attached to that state
+serves the decisions).  Within a cycle only binds happen,
 so a pod shape that fitted nowhere fits nowhere later in the cycle: it is not asked again (the
 policy must return ``None`` only when no node is feasible, as every registered policy does).
 """
@@ -26,20 +28,24 @@ class PolicyScheduler:
 
     def decide(self, cycle: SchedulingCycle) -> SchedulingDecision:
         started = time.perf_counter()
-        work = cycle.state.copy()
+        work = cycle.state
         binds: list[Bind] = []
         failed: set[tuple[int, ...]] = set()
         pending = cycle.pending
         n = min(len(pending), self.max_pending)
-        for i in range(n):
-            pod = pending[i]
-            key = pod.spec.fit_key
-            if key in failed:
-                continue
-            p = self.policy.select(work, pod.spec)
-            if p is None:
-                failed.add(key)
-                continue
-            work.bind(p)
-            binds.append(Bind(pod.pod_id, p))
+        try:
+            for i in range(n):
+                pod = pending[i]
+                key = pod.spec.fit_key
+                if key in failed:
+                    continue
+                p = self.policy.select(work, pod.spec)
+                if p is None:
+                    failed.add(key)
+                    continue
+                work.bind(p)
+                binds.append(Bind(pod.pod_id, p))
+        finally:
+            for b in reversed(binds):
+                work.unbind(b.placement)
         return SchedulingDecision(binds, n, time.perf_counter() - started, 0.0)

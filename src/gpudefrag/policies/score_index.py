@@ -21,6 +21,12 @@ typical pods', and any the policy was told to expect), so the trees are bounded 
 workload's requests, and a pod with a new CPU or memory figure costs a search, not a tree over
 every node.
 
+Trees are bounded by :data:`TREE_BUDGET_BYTES`.  Other kinds keep a tree per full shape: past
+the budget, the shape used least recently loses its tree (rebuilt over every node if it comes
+back).  For FGD and BestFit the budget bounds what :meth:`ScoreIndex.warm` builds (requests past
+it get no floor tree of their own, so give them most common first); the floor-(0, 0) trees of
+new GPU requests are built whatever the budget (GPU requests are few).
+
 The log is bounded: when it fills, entries every shape has consumed are dropped, and a shape
 that lags more than one node count behind is marked for a rescan of all nodes on next use
 (cheaper than replaying the log), after which the log is compacted again.
@@ -74,7 +80,13 @@ _KernelArgs: TypeAlias = tuple[
 ]
 """Everything :func:`refresh` and :func:`rebuild` take after their leading arguments."""
 
-__all__ = ["ScoreIndex"]
+__all__ = ["TREE_BUDGET_BYTES", "ScoreIndex"]
+
+TREE_BUDGET_BYTES = 2 << 30
+"""Bytes of trees an index keeps (module docstring; at least :data:`MIN_TREES` whatever their
+size): about 230 trees at 200,000 nodes."""
+
+MIN_TREES = 16
 
 
 def _kernels() -> tuple[Callable[..., int], Callable[..., int], Callable[..., int]]:
@@ -141,6 +153,9 @@ class ScoreIndex:
         # pod fit key -> (CPU floor, tree) of the highest floor it reaches (cleared on a new floor)
         self._picks: dict[tuple[int, int, int, int, int], tuple[int, _ShapeTree]] = {}
         self._out = np.zeros(3, dtype=np.int64)
+        # one tree's bytes: tree (2 x size), leaf scores (size), leaf GPU and version (n each)
+        tree_bytes = 8 * (3 * self._size + 2 * n)
+        self._max_trees = max(MIN_TREES, TREE_BUDGET_BYTES // max(tree_bytes, 1))
         self.leaves_scored = 0
         """Leaves scored exactly by bounded queries so far (how tight the bounds are)."""
         state.watch(self)
@@ -223,11 +238,13 @@ class ScoreIndex:
         mask)`` (a pod's ``fit_key``) or ``(cpu_milli, num_gpu, gpu_milli, mask)`` (memory 0):
         for a bounded kind the tree of each GPU request at floor ``(0, 0)`` and at the request's
         CPU and memory (module docstring); other kinds keep one tree per full shape, built when
-        first asked.  Returns the trees built."""
+        first asked.  Stops at :attr:`max_trees` (module docstring).  Returns the trees built."""
         if not self._bounded:
             return 0
         before = len(self._shapes)
         for req in requests:
+            if len(self._shapes) + 2 > self._max_trees:
+                break
             cpu, mem, num, milli, mask = req if len(req) == 5 else (req[0], 0, *req[1:])
             for floor in ((0, 0), (cpu, mem)):
                 self._floor_tree(floor, (num, milli, mask))
@@ -247,6 +264,11 @@ class ScoreIndex:
         return shape
 
     @property
+    def max_trees(self) -> int:
+        """Trees the index keeps at most (:data:`TREE_BUDGET_BYTES`; module docstring)."""
+        return self._max_trees
+
+    @property
     def trees(self) -> int:
         """Trees the index keeps (one per shape, or per GPU request for a bounded kind)."""
         return len(self._shapes)
@@ -255,7 +277,12 @@ class ScoreIndex:
         """The tree of ``fit_key`` brought up to date, and its best position (-1: none)."""
         shape = self._shapes.get(fit_key)
         if shape is None:
+            if not self._bounded and len(self._shapes) >= self._max_trees:
+                del self._shapes[next(iter(self._shapes))]  # the least recently used
             shape = self._shapes[fit_key] = self._new_shape(fit_key, tag)
+        elif not self._bounded:  # most recently used last
+            del self._shapes[fit_key]
+            self._shapes[fit_key] = shape
         return shape, self._update(shape)
 
     def _update(self, shape: _ShapeTree) -> int:

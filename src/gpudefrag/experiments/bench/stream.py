@@ -53,7 +53,7 @@ class StreamResult:
     decisions, and how the fill went."""
 
     policy: str
-    mode: str  # "index" or "scan"
+    mode: str  # "index" or "scan", "k8s index" or "k8s scan" (:mod:`~gpudefrag.experiments.bench.k8s_stream`)
     gpus: int
     nodes: int
     fill_pct: float
@@ -207,12 +207,12 @@ def bench_stream(
 def format_stream(results: list[StreamResult]) -> str:
     """The results as a table (ms), then the index memory as shapes accumulate."""
     lines = [
-        f"{'policy':<8} {'mode':<6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cold':>5} {'cold p50':>9} "
+        f"{'policy':<8} {'mode':<9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cold':>5} {'cold p50':>9} "
         f"{'cold max':>9} {'placed':>7} {'index MiB':>10} {'RSS peak MiB':>13}"
     ]
     for r in results:
         lines.append(
-            f"{r.policy:<8} {r.mode:<6} {r.percentile(50):>8.3f} {r.percentile(99):>8.3f} "
+            f"{r.policy:<8} {r.mode:<9} {r.percentile(50):>8.3f} {r.percentile(99):>8.3f} "
             f"{r.latency_ms.max():>8.3f} {int(r.cold.sum()):>5} {r.percentile(50, True):>9.3f} "
             f"{r.latency_ms[r.cold].max() if r.cold.any() else float('nan'):>9.3f} {r.placed:>7} "
             f"{r.index_mib[-1] if r.index_mib else 0.0:>10.1f} {r.max_rss_mib:>13.0f}"
@@ -221,20 +221,24 @@ def format_stream(results: list[StreamResult]) -> str:
     for r in results:
         by_policy.setdefault(r.policy, {})[r.mode] = r
     for name, modes in by_policy.items():
-        if "index" in modes and "scan" in modes:
-            same = int((modes["index"].node == modes["scan"].node).sum())
-            lines.append(
-                f"{name} index and scan chose the same node for {same:,} of {modes['index'].node.size:,} arrivals"
-            )
+        for prefix in ("", "k8s "):
+            index, scan = modes.get(f"{prefix}index"), modes.get(f"{prefix}scan")
+            if index is not None and scan is not None:
+                same = int((index.node == scan.node).sum())
+                lines.append(
+                    f"{name} {prefix}index and {prefix}scan chose the same node for {same:,} of "
+                    f"{index.node.size:,} arrivals"
+                )
     for r in results:
-        if r.mode == "index" and r.index_mib:
+        if r.mode.endswith("index") and r.index_mib:
+            source = "the running pods' requests" if r.mode.startswith("k8s") else "the workload's requests"
             steps = ", ".join(
                 f"{min((i + 1) * MEMORY_EVERY, r.latency_ms.size)}: {m:.1f}"
                 for i, m in enumerate(r.index_mib)
             )
-            lines.append(f"{r.policy} index MiB after decisions {steps}")
+            lines.append(f"{r.policy} {r.mode} MiB after decisions {steps}")
             lines.append(
-                f"{r.policy} index attached in {r.attach_s:.2f} s with {r.trees[0]} trees (the workload's "
-                f"requests); {r.trees[1]} trees after the stream"
+                f"{r.policy} {r.mode} attached in {r.attach_s:.2f} s with {r.trees[0]} trees ({source}); "
+                f"{r.trees[1]} trees after the stream"
             )
     return "\n".join(lines)
