@@ -67,7 +67,11 @@ def test_the_k8s_path_decides_what_the_policy_decides_on_the_same_cluster() -> N
     assert np.array_equal(index.node, scan.node) and index.placed > 0
     assert index.trees[0] > 0 and scan.trees == (0, 0)
     filled = _fill("openb_pod_list_default", 6000, make_policy("fgd", typical), 4, 0.85)
-    state = filled.cache().state
+    cache = filled.cache()
+    cordoned = np.array(cache.unusable_nodes(), dtype=np.int64)
+    assert cordoned.size == cache.state.num_nodes // 100  # one node in a hundred
+    state = cache.state.copy()
+    state.mask_many(cordoned)
     policy = make_policy("fgd", typical)
     direct = []
     for k in range(200):
@@ -76,6 +80,7 @@ def test_the_k8s_path_decides_what_the_policy_decides_on_the_same_cluster() -> N
         if p is not None:
             state.bind(p)
     assert index.node.tolist() == direct
+    assert not np.isin(index.node, cordoned).any()
     assert "fgd k8s index and k8s scan chose the same node for 200 of 200" in format_stream([index, scan])
 
 

@@ -156,3 +156,29 @@ def test_observing_the_cache_tells_the_policy_its_pods_requests_most_common_firs
     index = core.policy._index
     for request in (shared, whole):  # each request's own floor has its tree
         assert request in index._shapes
+
+
+def test_a_cordoned_node_with_its_taint_is_masked_once_and_pods_decide_on_the_indexed_view():
+    """A cordoned node carries ``node.kubernetes.io/unschedulable``, which a pod does not
+    tolerate; it is already masked, so the pod still decides on the decision view itself (the
+    policy's index attached there), not on a copy, and does not land on it."""
+    a, b = node("a", gpus=8), node("b", gpus=8)
+    b["spec"] = {
+        "unschedulable": True,
+        "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+    }
+    cache, core = _setup(a, b)
+    cache.apply_pod("ADDED", pod("p", gpus=1))
+    core.observe(cache)  # the observed typical pods: a new policy, spied on below
+    seen = []
+    select = core.policy.select
+
+    def spy(state, spec):
+        seen.append(state)
+        return select(state, spec)
+
+    core.policy.select = spy
+    result = _decide(cache, core)
+    assert _where(result) == {"default/p": cache.index["a"]}
+    assert seen and all(s is cache.decision_view.state for s in seen)
+    assert core.policy._index is not None and core.policy._index.state is cache.decision_view.state

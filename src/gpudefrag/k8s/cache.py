@@ -53,15 +53,18 @@ MIN_NODE_LOG = 4096
 once it holds more than this or twice the node count."""
 
 
+MAX_TERMS = 1024
+"""Sets of pod terms whose excluded nodes are kept; past it the one kept longest is dropped."""
+
+
 @dataclass
 class _Excluded:
-    """The nodes one set of pod terms rules out, as of node layout ``layout`` and the first
-    ``seen`` entries of the node log; ``nodes`` is ``bad`` as a sorted array (``None``: stale)."""
+    """The nodes one set of pod terms rules out (ascending), as of node layout ``layout`` and the
+    first ``seen`` entries of the node log."""
 
     layout: int
     seen: int
-    bad: set[int]
-    nodes: np.ndarray | None = None
+    nodes: np.ndarray
 
 
 @dataclass
@@ -417,16 +420,20 @@ class ClusterCache:
         entry = self._excluded.get(key)
         if entry is None or entry.layout != self._layout:
             candidates = sorted(self._tainted) if selects_every_node(spec) else range(len(self.order))
-            bad = {i for i in candidates if self._rules_out(i, spec)}
+            bad = np.array([i for i in candidates if self._rules_out(i, spec)], dtype=np.int64)
+            if entry is None and len(self._excluded) >= MAX_TERMS:
+                del self._excluded[next(iter(self._excluded))]
             entry = self._excluded[key] = _Excluded(self._layout, len(self._node_log), bad)
         elif entry.seen < len(self._node_log):
+            nodes = entry.nodes
             for i in set(self._node_log[entry.seen :]):
-                if self._rules_out(i, spec) != (i in entry.bad):
-                    entry.bad ^= {i}
-                    entry.nodes = None
-            entry.seen = len(self._node_log)
-        if entry.nodes is None:
-            entry.nodes = np.array(sorted(entry.bad), dtype=np.int64)
+                at = int(np.searchsorted(nodes, i))
+                present = at < nodes.size and nodes[at] == i
+                if self._rules_out(i, spec) and not present:
+                    nodes = np.insert(nodes, at, i)
+                elif present and not self._rules_out(i, spec):
+                    nodes = np.delete(nodes, at)
+            entry.nodes, entry.seen = nodes, len(self._node_log)
         return entry.nodes
 
     def off_limits(self, rec: PodRecord) -> frozenset[int]:

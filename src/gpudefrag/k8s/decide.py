@@ -18,9 +18,10 @@ Rules:
   never places two pods in the same room.  The result is a list of (pod, placement) to assume
   and bind.
 * That state is the cache's :class:`~gpudefrag.k8s.decision_view.DecisionView` (unusable and
-  reserved nodes masked), synced with the nodes that changed since the last cycle, and the
-  policy's incremental index is attached to it: a cycle costs what changed, not a scan or a
-  copy of every node.  Pods with nodes of their own excluded (taints, selectors) and
+  reserved nodes masked), synced with the nodes that changed since the last cycle, and (with
+  ``index``, for a per-pod scheduler) the policy's incremental index is attached to it: a cycle
+  costs what changed, not a scan or a copy of every node.  Pods with nodes of their own excluded
+  beyond those already masked (taints they do not tolerate on usable nodes, selectors) and
   reservation owners decide on a copy, scanned in full.
 """
 
@@ -39,6 +40,7 @@ from gpudefrag.model.pods import PodSpec
 from gpudefrag.model.port import PendingPod, RunningPod, Scheduler
 from gpudefrag.model.topology import Topology
 from gpudefrag.policies.base import Policy
+from gpudefrag.policies.scheduler import PolicyScheduler
 
 
 @dataclass
@@ -78,14 +80,19 @@ def decide_cycle(
     policy: Policy,
     topology: Topology | None,
     now_s: float,
+    index: bool = True,
 ) -> CycleResult:
-    """Placements for ``pending`` (in queue order) on the cache's state (module docstring)."""
+    """Placements for ``pending`` (in queue order) on the cache's state (module docstring).
+    ``index``: attach the policy's index to the decision view when ``scheduler`` is a per-pod
+    one (a what-if cycle on a throwaway cache passes False: it would build trees for one cycle)."""
     reservations = {r.node: r.pod_key for r in cache.reservations(now_s)}
     reserved_idx = np.array([cache.index[n] for n in reservations if n in cache.index], dtype=np.int64)
     unusable = np.array(cache.unusable_nodes(), dtype=np.int64)
     masked = np.concatenate([unusable, reserved_idx])
     work = cache.decision_view.sync(masked)
-    policy.attach(work)
+    if index and isinstance(scheduler, PolicyScheduler):
+        policy.attach(work)
+    masked = np.unique(masked)
     result = CycleResult([], [], [])
     owners = {pod: node for node, pod in reservations.items()}
     rest: list[PodRecord] = []
@@ -115,7 +122,7 @@ def decide_cycle(
     gang_pending: dict[str, list[PodRecord]] | None = None
     for rec in rest:
         if rec.pod_group is None:
-            off = cache.excluded_for(rec)
+            off = _beyond(cache.excluded_for(rec), masked)
             if singles and not np.array_equal(off, excluded):
                 _flush(singles, scheduler, work, excluded, now_s, result)
                 singles = []
@@ -130,7 +137,7 @@ def decide_cycle(
         singles = []
         if gang_pending is None:
             gang_pending = _pending_by_group(cache)
-        _place_group(cache, group, gang_pending.get(group, []), policy, topology, work, result)
+        _place_group(cache, group, gang_pending.get(group, []), policy, topology, work, masked, result)
     _flush(singles, scheduler, work, excluded, now_s, result)
     return result
 
@@ -147,6 +154,14 @@ def _pending_by_group(cache: ClusterCache) -> dict[str, list[PodRecord]]:
         if rec.pod_group is not None:
             out.setdefault(_group_key(rec), []).append(rec)
     return out
+
+
+def _beyond(excluded: np.ndarray, masked: np.ndarray) -> np.ndarray:
+    """The nodes of ``excluded`` not already masked (both ascending and distinct): a cordoned or
+    NotReady node carries a taint few pods tolerate, and needs no copy to be kept from them."""
+    if excluded.size == 0 or masked.size == 0:
+        return excluded
+    return np.setdiff1d(excluded, masked, assume_unique=True)
 
 
 def _without(work: ClusterState, nodes: np.ndarray) -> ClusterState:
@@ -203,10 +218,12 @@ def _place_group(
     policy: Policy,
     topology: Topology | None,
     work: ClusterState,
+    masked: np.ndarray,
     result: CycleResult,
 ) -> None:
     """Place ``waiting`` (every pending member of ``group`` that may be scheduled now) all or
-    nothing, once they and the members already bound or assumed make ``minMember``."""
+    nothing, once they and the members already bound or assumed make ``minMember``; ``masked``:
+    the nodes masked on ``work``."""
     members = cache.members(group)
     placed_before = [r for r in members if r.counted_on is not None]
     need = cache.pod_groups.get(group)
@@ -217,9 +234,8 @@ def _place_group(
     req = waiting[0].request
     assert req is not None
     specs = [r.request.spec for r in waiting if r.request is not None]
-    placed = place_gang(
-        _without(work, cache.excluded_for(waiting[0])), specs, policy, topology, req.constraint, pinned
-    )
+    off = _beyond(cache.excluded_for(waiting[0]), masked)
+    placed = place_gang(_without(work, off), specs, policy, topology, req.constraint, pinned)
     if placed is None:
         result.unplaced += waiting
         return

@@ -9,6 +9,9 @@ assumed them), and the ones whose mask flipped.  So the view is one long-lived o
 policy's incremental index stays attached to
 (:class:`~gpudefrag.policies.score_index.ScoreIndex`), and a cycle costs what changed, not a
 copy of every node.
+
+The view is for deciding: its used-GPU total and ``epoch`` mean nothing (as on any masked
+copy); read the cache's state for accounting.
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ first cycle), so the measure follows the cluster's real mix without changing at 
 
 Expected requests: at the same moments (typical pods fixed or not), the policy is told the
 requests of every pod the cache holds, most common first (:meth:`DecisionCore.expect_requests`),
-so its incremental index builds their trees at once, up to its budget: the pods a cluster runs
-are the shapes it will be asked for.  Those trees are built in that cycle (seconds at 200,000
-nodes, at the first cycle and each doubling); after it, a decision on a running pod's shape
-costs a bounded search on a tree of its own CPU and memory.
+so its incremental index (attached to the cache's decision view first, with a per-pod
+scheduler; the solver's batches decide on copies and keep none) builds their trees at once, up
+to its budget: the pods a cluster runs are the shapes it will be asked for.  Those trees are
+built in that cycle (seconds at 200,000 nodes, at the first cycle and each doubling); after it,
+a decision on a running pod's shape costs a bounded search on a tree of its own CPU and memory.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class DecisionCore:
         self._seen = max(1, n)
         if self.fixed_typical is None:
             self._build(gpu_workload_typical(pods, cache.models.mask_of))
+        if isinstance(self.scheduler, PolicyScheduler):  # the trees go to the live view's index
+            self.policy.attach(cache.decision_view.state)
         self.expect_requests(req.spec.fit_key for _, req in pods)
 
     def expect_requests(self, requests: Iterable[tuple[int, ...]]) -> None:

@@ -225,7 +225,7 @@ def _layout(
 def _scheduled(cache: ClusterCache, core: DecisionCore, now_s: float) -> Layout:
     """The cache's state with one scheduler cycle over its pending pods applied."""
     pending = cache.pending()
-    result = decide_cycle(cache, pending, core.scheduler, core.policy, core.topology, now_s)
+    result = decide_cycle(cache, pending, core.scheduler, core.policy, core.topology, now_s, index=False)
     state = cache.state.copy()
     for _, placement in result.binds:
         state.bind(placement)

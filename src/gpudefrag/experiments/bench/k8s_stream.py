@@ -5,7 +5,9 @@ The cluster and the stream are :mod:`~gpudefrag.experiments.bench.stream`'s, han
 scheduler's cache (:class:`~gpudefrag.k8s.cache.ClusterCache`) as the driver would see them:
 
 * **nodes**: one v1 Node object per node (allocatable CPU, memory and ``nvidia.com/gpu``, the
-  GPU model label), read by ``replace_nodes`` as after a relist.  The cache orders nodes by
+  GPU model label), read by ``replace_nodes`` as after a relist; one node in
+  :data:`CORDONED_EVERY` is cordoned, with the ``node.kubernetes.io/unschedulable`` taint the
+  node controller adds (its pods keep running; no new pod goes there).  The cache orders nodes by
   name, so ties go to the lowest name (the driver's rule), not to the simulator's random rank;
 * **fill**: the policy places the arrivals on the cache's state until ``fill`` of the GPU milli
   is allocated, counted into the state directly as the cache counts bound pods, without pod
@@ -62,14 +64,20 @@ from gpudefrag.workloads.replicate import replicate_nodes
 
 __all__ = ["bench_k8s_stream", "node_objects", "pod_object"]
 
+CORDONED_EVERY = 100
+"""Every this many nodes (by position in the repeated node list), one is cordoned."""
+
 START_S = 1.8e9
 """Creation time of the first stream pod (epoch seconds); one second apart after it."""
 
 _MODEL_NAMES = {i: name for name, i in MODEL_ID.items()}
 
 
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
 def node_objects(nodes: NodeTable) -> list[dict]:
-    """One Ready v1 Node object per node of ``nodes``."""
+    """One Ready v1 Node object per node of ``nodes``, one in :data:`CORDONED_EVERY` cordoned."""
     out = []
     for i, name in enumerate(nodes.names):
         alloc = {
@@ -79,12 +87,15 @@ def node_objects(nodes: NodeTable) -> list[dict]:
             "pods": "110",
         }
         labels = {names.ALIBABA_GPU_MODEL: nodes.models[i]} if nodes.models[i] else {}
+        spec = {}
+        if i % CORDONED_EVERY == CORDONED_EVERY - 1:
+            spec = {"unschedulable": True, "taints": [{"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}]}
         out.append(
             {
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": name, "uid": f"node-{i}", "labels": labels},
-                "spec": {},
+                "spec": spec,
                 "status": {
                     "capacity": dict(alloc),
                     "allocatable": alloc,
