@@ -87,8 +87,9 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_stream_bench(args: argparse.Namespace) -> int:
-    from gpudefrag.experiments.bench.k8s_stream import bench_k8s_stream
-    from gpudefrag.experiments.bench.stream import bench_stream, format_stream
+    from gpudefrag.experiments.bench.stream import MEMORY_EVERY, StreamResult, bench_stream, format_stream
+    from gpudefrag.experiments.common.inputs import workload_inputs
+    from gpudefrag.k8s.stream_bench import bench_k8s_stream
 
     policies = args.policy or ["fgd", "bestfit"]
     print(
@@ -105,7 +106,18 @@ def cmd_stream_bench(args: argparse.Namespace) -> int:
     results = []
     for name in policies:
         if args.k8s:
-            results += bench_k8s_stream(args.workload, args.gpus, name, args.decisions, args.seed)
+            inputs = workload_inputs(args.workload)
+            runs = bench_k8s_stream(
+                inputs.nodes,
+                inputs.pods,
+                inputs.typical,
+                args.gpus,
+                name,
+                args.decisions,
+                args.seed,
+                memory_every=MEMORY_EVERY,
+            )
+            results += [StreamResult(**vars(run)) for run in runs]
         else:
             results += bench_stream(args.workload, args.gpus, name, args.decisions, args.seed)
         r = results[-1]

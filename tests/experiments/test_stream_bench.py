@@ -8,7 +8,7 @@ import pytest
 
 from conftest import needs_mirror
 from gpudefrag.cli import main
-from gpudefrag.experiments.bench.stream import bench_stream, format_stream
+from gpudefrag.experiments.bench.stream import StreamResult, bench_stream, format_stream
 
 
 @needs_mirror
@@ -56,17 +56,19 @@ def test_stream_options_that_do_not_fit_exit_2(
 def test_the_k8s_path_decides_what_the_policy_decides_on_the_same_cluster() -> None:
     """Through the scheduler's cache and cycle, index or scan, each arrival lands where the policy
     alone puts it on the same filled state (pod objects read back to the same requests)."""
-    from gpudefrag.experiments.bench.k8s_stream import _fill, bench_k8s_stream
     from gpudefrag.experiments.common.inputs import workload_inputs
+    from gpudefrag.k8s.stream_bench import _fill, bench_k8s_stream
     from gpudefrag.policies.registry import make_policy
 
-    typical = workload_inputs("openb_pod_list_default").typical
-    index, scan = bench_k8s_stream("openb_pod_list_default", 6000, "fgd", decisions=200, seed=4)
+    inputs = workload_inputs("openb_pod_list_default")
+    typical = inputs.typical
+    runs = bench_k8s_stream(inputs.nodes, inputs.pods, typical, 6000, "fgd", decisions=200, seed=4)
+    index, scan = (StreamResult(**vars(r)) for r in runs)
     assert (index.mode, scan.mode) == ("k8s index", "k8s scan")
     assert 84.0 <= index.fill_pct <= 86.0
     assert np.array_equal(index.node, scan.node) and index.placed > 0
     assert index.trees[0] > 0 and scan.trees == (0, 0)
-    filled = _fill("openb_pod_list_default", 6000, make_policy("fgd", typical), 4, 0.85)
+    filled = _fill(inputs.nodes, inputs.pods, 6000, make_policy("fgd", typical), 4, 0.85)
     cache = filled.cache()
     cordoned = np.array(cache.unusable_nodes(), dtype=np.int64)
     assert cordoned.size == cache.state.num_nodes // 100  # one node in a hundred

@@ -187,7 +187,17 @@ def test_the_sets_a_cycle_reads_stay_what_a_full_pass_over_the_cache_finds():
             if assumed:
                 c.forget(rng.choice(assumed).uid)
         full = sorted(
-            (r for r in c.pods.values() if ClusterCache._is_pending(r)),
+            (
+                r
+                for r in c.pods.values()
+                if r.ours
+                and r.request is not None
+                and r.node is None
+                and not r.assumed
+                and not r.deleting
+                and not r.gated
+                and r.phase == "Pending"
+            ),
             key=lambda r: (-r.request.priority, r.request.created_s, r.key),
         )
         assert [r.uid for r in c.pending()] == [r.uid for r in full], step
@@ -209,11 +219,11 @@ def test_excluded_nodes_follow_taint_and_label_changes_node_by_node(monkeypatch)
     node event it equals a pass over every node, also across a rebuild and a dropped node log."""
     import random
 
-    from gpudefrag.k8s import cache as cache_module
+    from gpudefrag.k8s import node_sets
     from gpudefrag.k8s.affinity import selects
     from gpudefrag.k8s.taints import tolerates_all
 
-    monkeypatch.setattr(cache_module, "MIN_NODE_LOG", 8)
+    monkeypatch.setattr(node_sets, "MIN_NODE_LOG", 8)
     rng = random.Random(9)
     node_names = [f"n{i}" for i in range(7)]
     c = _cache(*(node(n) for n in node_names))

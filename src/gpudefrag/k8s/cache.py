@@ -19,7 +19,8 @@ Rules (those of kube-scheduler's cache):
 * Nodes are indexed in name order; a node set or capacity change rebuilds the state and counts
   every counted pod again.
 * What a cycle reads is kept as events arrive, so a cycle costs what changed, not the cluster's
-  size: the pending pods, the unusable nodes and the reservations are sets updated per event, and
+  size: the pending pods are a set updated per event, what a cycle reads of the nodes is kept
+  per node event (:attr:`ClusterCache.node_sets`, :mod:`gpudefrag.k8s.node_sets`), and
   :attr:`ClusterCache.decision_view` (:mod:`gpudefrag.k8s.decision_view`) is the state a cycle
   decides on.
 """
@@ -27,7 +28,6 @@ Rules (those of kube-scheduler's cache):
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,36 +35,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudefrag.k8s import names
-from gpudefrag.k8s.affinity import selects, selects_every_node
 from gpudefrag.k8s.decision_view import DecisionView
+from gpudefrag.k8s.node_sets import NodeSets, terms_key
 from gpudefrag.k8s.nodes import ModelRegistry, NodeInfo, cluster_state, node_info
 from gpudefrag.k8s.records import FINISHED, PodRecord, Reservation, pod_key
 from gpudefrag.k8s.requests import ObjectError, gpu_assignment, pod_request
 from gpudefrag.k8s.snapshot import lowest_free_gpus
-from gpudefrag.k8s.taints import tolerates_all
-from gpudefrag.k8s.timefmt import from_rfc3339
 from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
 from gpudefrag.model.pods import PodSpec
 
 log = logging.getLogger("gpudefrag.k8s")
-
-MIN_NODE_LOG = 4096
-"""The log of nodes changed in place is dropped (and what was kept per pod terms found again)
-once it holds more than this or twice the node count."""
-
-
-MAX_TERMS = 1024
-"""Sets of pod terms whose excluded nodes are kept; past it the one kept longest is dropped."""
-
-
-@dataclass
-class _Excluded:
-    """The nodes one set of pod terms rules out (ascending), as of node layout ``layout`` and the
-    first ``seen`` entries of the node log."""
-
-    layout: int
-    seen: int
-    nodes: np.ndarray
 
 
 @dataclass
@@ -94,14 +74,9 @@ class ClusterCache:
         """Bumped on every change that may let a pending pod fit (a pod leaving, a node change)."""
         self.node_version = 0
         """Bumped on every node event (taints, labels, readiness may have changed)."""
-        self._excluded: dict[str, _Excluded] = {}  # pod terms key -> the nodes they rule out
-        self._layout = 0  # bumped when node indices change (a rebuild)
-        self._node_log: list[int] = []  # nodes changed in place since the last rebuild, in order
-        self._tainted: set[int] = set()  # nodes with taints
+        self.node_sets = NodeSets()
         self._off_limits_cache: dict[str, tuple[int, frozenset[int]]] = {}
         self._waiting: set[str] = set()  # UIDs of the pods pending() returns
-        self._unusable: set[int] = set()  # indices of the nodes unusable_nodes() returns
-        self._reserved: dict[str, Reservation] = {}  # node name -> its reservation annotations
 
     # ------------------------------------------------------------------ nodes
     def apply_node(self, event: str, obj: dict) -> None:
@@ -122,11 +97,7 @@ class ClusterCache:
         if old is None or (old.cpu_milli, old.memory_mib, old.gpu_count, old.gpu_model) != shape:
             self._rebuild()
         else:
-            self._note_node(name)
-            self._node_log.append(self.index[name])
-            if len(self._node_log) > max(MIN_NODE_LOG, 2 * len(self.order)):  # cheaper to start over
-                self._node_log = []
-                self._layout += 1
+            self.node_sets.changed(name)
         self.version += 1
 
     def replace_nodes(self, objs: Iterable[dict]) -> None:
@@ -141,39 +112,11 @@ class ClusterCache:
             self.nodes[info.name] = info
         self._rebuild()
 
-    def _note_node(self, name: str) -> None:
-        """Keep the unusable-node set and the reservations current for node ``name``."""
-        info = self.nodes[name]
-        i = self.index[name]
-        if info.ready and info.schedulable:
-            self._unusable.discard(i)
-        else:
-            self._unusable.add(i)
-        if info.taints:
-            self._tainted.add(i)
-        else:
-            self._tainted.discard(i)
-        pod = info.annotations.get(names.RESERVED_FOR)
-        if not pod:
-            self._reserved.pop(name, None)
-            return
-        try:
-            until = from_rfc3339(info.annotations.get(names.RESERVED_UNTIL, ""))
-        except ValueError:
-            until = 0.0
-        self._reserved[name] = Reservation(name, pod, until, info.annotations.get(names.PLAN, ""))
-
     def _rebuild(self) -> None:
         self.node_version += 1
         self.order = sorted(self.nodes)
         self.index = {n: i for i, n in enumerate(self.order)}
-        self._unusable = set()
-        self._reserved = {}
-        self._tainted = set()
-        self._node_log = []
-        self._layout += 1
-        for name in self.order:
-            self._note_node(name)
+        self.node_sets.reset(self.order, self.nodes)
         self.decision_view.close()
         self.state = cluster_state([self.nodes[n] for n in self.order], self.models)
         self.decision_view = DecisionView(self.state)
@@ -385,61 +328,21 @@ class ClusterCache:
     def all_reservations(self) -> list[Reservation]:
         """Every node's reservation annotations, expired ones included (a malformed expiry
         counts as expired: ``until_s`` 0)."""
-        return [self._reserved[name] for name in sorted(self._reserved)]
+        return self.node_sets.reservations()
 
     def reservations(self, now_s: float) -> list[Reservation]:
         """Active reservations (node annotations written by the defragmentation controller)."""
         return [r for r in self.all_reservations() if r.until_s > now_s]
 
-    @staticmethod
-    def _terms_key(rec: PodRecord) -> str:
-        """The pod's node-selection terms (tolerations, node selector, node affinity) as a key."""
-        spec = rec.obj.get("spec") or {}
-        terms = {
-            "t": spec.get("tolerations") or [],
-            "s": spec.get("nodeSelector"),
-            "a": (spec.get("affinity") or {}).get("nodeAffinity"),
-        }
-        return json.dumps(terms, sort_keys=True)
-
-    def _rules_out(self, node: int, spec: dict) -> bool:
-        """Whether a pod of ``spec`` may not use ``node`` (:meth:`excluded_for`)."""
-        info = self.nodes[self.order[node]]
-        if info.taints and not tolerates_all(spec.get("tolerations") or [], info.taints):
-            return True
-        return not selects(spec, info.labels)
-
     def excluded_for(self, rec: PodRecord) -> np.ndarray:
-        """Indices of the nodes ``rec`` may not use (ascending): taints it does not tolerate
-        (:mod:`gpudefrag.k8s.taints`), labels its node selector or required node affinity rejects
-        (:mod:`gpudefrag.k8s.affinity`).  Kept per distinct pod terms: found once by looking at
-        every node (only the tainted ones when the pod selects every node), then brought up to
-        date with the nodes changed since."""
-        spec = rec.obj.get("spec") or {}
-        key = self._terms_key(rec)
-        entry = self._excluded.get(key)
-        if entry is None or entry.layout != self._layout:
-            candidates = sorted(self._tainted) if selects_every_node(spec) else range(len(self.order))
-            bad = np.array([i for i in candidates if self._rules_out(i, spec)], dtype=np.int64)
-            if entry is None and len(self._excluded) >= MAX_TERMS:
-                del self._excluded[next(iter(self._excluded))]
-            entry = self._excluded[key] = _Excluded(self._layout, len(self._node_log), bad)
-        elif entry.seen < len(self._node_log):
-            nodes = entry.nodes
-            for i in set(self._node_log[entry.seen :]):
-                at = int(np.searchsorted(nodes, i))
-                present = at < nodes.size and nodes[at] == i
-                if self._rules_out(i, spec) and not present:
-                    nodes = np.insert(nodes, at, i)
-                elif present and not self._rules_out(i, spec):
-                    nodes = np.delete(nodes, at)
-            entry.nodes, entry.seen = nodes, len(self._node_log)
-        return entry.nodes
+        """Indices of the nodes ``rec`` may not use, ascending: taints it does not tolerate, labels
+        its node selector or required node affinity rejects (:mod:`gpudefrag.k8s.node_sets`)."""
+        return self.node_sets.excluded(rec.obj.get("spec") or {})
 
     def off_limits(self, rec: PodRecord) -> frozenset[int]:
         """:meth:`excluded_for` and :meth:`unusable_nodes` together: every node ``rec`` may not be
         placed on (or moved to) now; cached like :meth:`excluded_for`."""
-        key = self._terms_key(rec)
+        key = terms_key(rec.obj.get("spec") or {})
         hit = self._off_limits_cache.get(key)
         if hit is not None and hit[0] == self.node_version:
             return hit[1]
@@ -449,7 +352,7 @@ class ClusterCache:
 
     def unusable_nodes(self) -> list[int]:
         """Indices of nodes no pod may be placed on: not Ready, or cordoned / tainted (ascending)."""
-        return sorted(self._unusable)
+        return self.node_sets.unusable()
 
     def members(self, group_key: str) -> list[PodRecord]:
         """Pods labelled with PodGroup ``namespace/name``, finished ones excluded."""

@@ -95,6 +95,10 @@ class NodeWatcher(Protocol):
     def nodes_changed(self, nodes: NDArray[np.int64]) -> None: ...
 
 
+_PER_NODE = ("cpu_milli_left", "memory_mib_left", "pod_count", "affinity")
+"""Dynamic per-node arrays besides the GPU milli, free GPUs and versions."""
+
+
 def _fresh_versions(n: int) -> NDArray[np.int64]:
     return np.array([_next_version() for _ in range(n)], dtype=np.int64)
 
@@ -318,15 +322,7 @@ class ClusterState(JobOps):
         (versions kept; placements are immutable tuples, shared)."""
         other = object.__new__(ClusterState)
         other.__dict__.update(self.__dict__)
-        for name in (
-            "cpu_milli_left",
-            "memory_mib_left",
-            "gpu_milli_left",
-            "free_gpus",
-            "pod_count",
-            "affinity",
-            "version",
-        ):
+        for name in (*_PER_NODE, "gpu_milli_left", "free_gpus", "version"):
             setattr(other, name, getattr(self, name).copy())
         other._watchers = []
         other.placements = dict(self.placements)
@@ -373,11 +369,9 @@ class ClusterState(JobOps):
         fresh version each, watchers told.  The used-GPU total is not changed (as :meth:`mask`)."""
         if nodes.size == 0:
             return
-        self.cpu_milli_left[nodes] = source.cpu_milli_left[nodes]
-        self.memory_mib_left[nodes] = source.memory_mib_left[nodes]
-        self._overwrite(nodes, source.gpu_milli_left[nodes])
-        self.pod_count[nodes] = source.pod_count[nodes]
-        self.affinity[nodes] = source.affinity[nodes]
+        for name in _PER_NODE:
+            getattr(self, name)[nodes] = getattr(source, name)[nodes]
+        self._overwrite(nodes, source.gpu_milli_left[nodes])  # free GPUs follow
         self.epoch += 1
         self.version[nodes] = _fresh_versions(int(nodes.size))
         for w in self._watchers:

@@ -53,7 +53,7 @@ class StreamResult:
     decisions, and how the fill went."""
 
     policy: str
-    mode: str  # "index" or "scan", "k8s index" or "k8s scan" (:mod:`~gpudefrag.experiments.bench.k8s_stream`)
+    mode: str  # "index" or "scan", "k8s index" or "k8s scan" (:mod:`~gpudefrag.k8s.stream_bench`)
     gpus: int
     nodes: int
     fill_pct: float

@@ -1,8 +1,8 @@
 """``gpudefrag bench --gpus N --stream openb --k8s``: the same stream through the Kubernetes
 scheduler's decision path, without an API server.
 
-The cluster and the stream are :mod:`~gpudefrag.experiments.bench.stream`'s, handed to the
-scheduler's cache (:class:`~gpudefrag.k8s.cache.ClusterCache`) as the driver would see them:
+The cluster and the stream are those of the policy-alone stream bench
+(``experiments/bench/stream.py``, which formats these runs too), handed to the scheduler's cache (:class:`~gpudefrag.k8s.cache.ClusterCache`) as the driver would see them:
 
 * **nodes**: one v1 Node object per node (allocatable CPU, memory and ``nvidia.com/gpu``, the
   GPU model label), read by ``replace_nodes`` as after a relist; one node in
@@ -14,7 +14,8 @@ scheduler's cache (:class:`~gpudefrag.k8s.cache.ClusterCache`) as the driver wou
   objects (about a million objects would take minutes to read, and the cycle never reads a
   bound pod's object).  Not timed;
 * **attach**: one cycle with no pending pod syncs the cache's decision view and attaches the
-  policy's index to it (the trees of the typical pods' GPU requests; timed apart and printed);
+  policy's index to it (the trees of the typical pods' and the expected requests; timed apart
+  and printed);
 * **stream**: each further arrival becomes a pending Pod object (openb's annotations) and one
   decision is timed from the pod's watch event to its assumption: ``apply_pod``, the pending
   queue, the cycle (:func:`~gpudefrag.k8s.decide.decide_cycle`: view sync, policy, binds) and
@@ -24,13 +25,14 @@ scheduler's cache (:class:`~gpudefrag.k8s.cache.ClusterCache`) as the driver wou
   the policy's index never attached (every node scored per decision).
 
 The decision core is :class:`~gpudefrag.k8s.policy.DecisionCore` with the workload's typical
-pods fixed.  Its observation of the cache's pods is not run (with the fill's pods counted it
+pods fixed (the workload's, passed in).  Its observation of the cache's pods is not run (with the fill's pods counted it
 would next run at twice their number); what it would tell the policy, the requests of the pods
 the cache holds, most common first (:meth:`~gpudefrag.k8s.policy.DecisionCore.expect_requests`),
 is told from the fill's placements, so the attach builds their trees (up to the index's budget);
-a stream shape no fill pod has is cold.  Results are
-:class:`~gpudefrag.experiments.bench.stream.StreamResult`; the mode is ``k8s index`` or
-``k8s scan``.
+a stream shape no fill pod has is cold.
+
+Results are :class:`K8sStreamRun`, field for field the policy-alone bench's result; the mode is
+``k8s index`` or ``k8s scan``.
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from gpudefrag.experiments.bench.stream import MEMORY_EVERY, StreamResult
-from gpudefrag.experiments.common.inputs import workload_inputs
 from gpudefrag.frag.typical import TypicalPods
 from gpudefrag.k8s import names
 from gpudefrag.k8s.cache import ClusterCache
@@ -62,7 +62,7 @@ from gpudefrag.workloads.fgd_protocol import DEFAULT_TUNE_RATIO, prepare_run
 from gpudefrag.workloads.openb import NodeTable
 from gpudefrag.workloads.replicate import replicate_nodes
 
-__all__ = ["bench_k8s_stream", "node_objects", "pod_object"]
+__all__ = ["K8sStreamRun", "bench_k8s_stream", "node_objects", "pod_object"]
 
 CORDONED_EVERY = 100
 """Every this many nodes (by position in the repeated node list), one is cordoned."""
@@ -169,11 +169,32 @@ class _Fill:
         return cache
 
 
-def _fill(workload: str, gpus: int, policy: Policy, seed: int, fill: float) -> _Fill:
+@dataclass(frozen=True)
+class K8sStreamRun:
+    """One (policy, mode)'s stream (module docstring): latencies (ms), cold flags, the node each
+    decision chose (-1: none fits), shapes seen, index MiB every ``memory_every`` decisions, the
+    process's peak RSS so far, attach seconds, trees after attaching and at the end."""
+
+    policy: str
+    mode: str
+    gpus: int
+    nodes: int
+    fill_pct: float
+    fill_s: float
+    latency_ms: np.ndarray
+    cold: np.ndarray
+    node: np.ndarray
+    shapes: int
+    index_mib: tuple[float, ...]
+    max_rss_mib: float
+    attach_s: float
+    trees: tuple[int, int]
+
+
+def _fill(node_list: NodeTable, pods: PodBatch, gpus: int, policy: Policy, seed: int, fill: float) -> _Fill:
     """The module docstring's nodes and fill, placed by ``policy`` on a cache's state."""
-    inputs = workload_inputs(workload)
-    nodes = replicate_nodes(inputs.nodes, gpus)
-    prepared = prepare_run(inputs.pods, nodes.names, nodes.total_gpus * 1000, seed, DEFAULT_TUNE_RATIO)
+    nodes = replicate_nodes(node_list, gpus)
+    prepared = prepare_run(pods, nodes.names, nodes.total_gpus * 1000, seed, DEFAULT_TUNE_RATIO)
     objects = node_objects(nodes)
     cache = ClusterCache()
     cache.replace_nodes(objects)
@@ -194,7 +215,13 @@ def _fill(workload: str, gpus: int, policy: Policy, seed: int, fill: float) -> _
 
 
 def _stream(
-    cache: ClusterCache, core: DecisionCore, policy: Policy, arrivals: PodBatch, first: int, decisions: int
+    cache: ClusterCache,
+    core: DecisionCore,
+    policy: Policy,
+    arrivals: PodBatch,
+    first: int,
+    decisions: int,
+    memory_every: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, tuple[float, ...], float, tuple[int, int]]:
     """Latencies (ms), cold flags, nodes, shapes, index MiB, attach seconds and trees of the
     stream (module docstring) through ``decide_cycle`` with ``policy``."""
@@ -235,26 +262,29 @@ def _stream(
             cache.apply_pod("MODIFIED", obj)
         else:  # fits nowhere: gone, as FGD's protocol drops it
             cache.apply_pod("DELETED", obj)
-        if (k + 1) % MEMORY_EVERY == 0:
+        if (k + 1) % memory_every == 0:
             memory.append((policy.index_nbytes() or 0) / 2**20)
-    if n % MEMORY_EVERY:
+    if n % memory_every:
         memory.append((policy.index_nbytes() or 0) / 2**20)
     trees = (trees_at_attach, policy.index_trees() or 0)
     return latency, cold, node, len(seen), tuple(memory), attach_s, trees
 
 
 def bench_k8s_stream(
-    workload: str,
+    node_list: NodeTable,
+    pods: PodBatch,
+    typical: TypicalPods,
     gpus: int,
     policy_name: str,
     decisions: int = 2000,
     seed: int = 42,
     fill: float = 0.85,
     modes: Sequence[str] = ("index", "scan"),
-) -> list[StreamResult]:
-    """The module docstring's bench for one policy: one result per mode."""
-    typical: TypicalPods = workload_inputs(workload).typical
-    filled = _fill(workload, gpus, DecisionCore(policy_name, [], typical=typical).policy, seed, fill)
+    memory_every: int = 500,
+) -> list[K8sStreamRun]:
+    """The module docstring's bench for one policy on a workload's node list, pods and typical
+    pods: one run per mode."""
+    filled = _fill(node_list, pods, gpus, DecisionCore(policy_name, [], typical=typical).policy, seed, fill)
     out = []
     for mode in modes:
         core = DecisionCore(policy_name, [], typical=typical)
@@ -265,11 +295,11 @@ def bench_k8s_stream(
         fill_pct = 100.0 * state.used_gpu_milli / state.gpu_capacity_milli
         policy = core.policy if mode == "index" else _ScanOnly(core.policy)
         latency, cold, node, shapes, memory, attach_s, trees = _stream(
-            cache, core, policy, filled.arrivals, filled.first, decisions
+            cache, core, policy, filled.arrivals, filled.first, decisions, memory_every
         )
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         out.append(
-            StreamResult(
+            K8sStreamRun(
                 policy_name,
                 f"k8s {mode}",
                 int(state.gpu_count.sum()),
