@@ -87,12 +87,12 @@ def decide_cycle(
     one (a what-if cycle on a throwaway cache passes False: it would build trees for one cycle)."""
     reservations = {r.node: r.pod_key for r in cache.reservations(now_s)}
     reserved_idx = np.array([cache.index[n] for n in reservations if n in cache.index], dtype=np.int64)
-    unusable = np.array(cache.unusable_nodes(), dtype=np.int64)
-    masked = np.concatenate([unusable, reserved_idx])
+    unusable = cache.node_sets.unusable_array()
+    # ascending and distinct; the same object from cycle to cycle while nothing is reserved
+    masked = np.union1d(unusable, reserved_idx) if reserved_idx.size else unusable
     work = cache.decision_view.sync(masked)
     if index and isinstance(scheduler, PolicyScheduler):
         policy.attach(work)
-    masked = np.unique(masked)
     result = CycleResult([], [], [])
     owners = {pod: node for node, pod in reservations.items()}
     rest: list[PodRecord] = []
@@ -156,12 +156,21 @@ def _pending_by_group(cache: ClusterCache) -> dict[str, list[PodRecord]]:
     return out
 
 
+_LAST_BEYOND: list[np.ndarray] = []
+"""The last (excluded, masked, result) of :func:`_beyond`: both inputs are kept arrays, the same
+objects from cycle to cycle while nothing changes."""
+
+
 def _beyond(excluded: np.ndarray, masked: np.ndarray) -> np.ndarray:
     """The nodes of ``excluded`` not already masked (both ascending and distinct): a cordoned or
     NotReady node carries a taint few pods tolerate, and needs no copy to be kept from them."""
     if excluded.size == 0 or masked.size == 0:
         return excluded
-    return np.setdiff1d(excluded, masked, assume_unique=True)
+    if _LAST_BEYOND and _LAST_BEYOND[0] is excluded and _LAST_BEYOND[1] is masked:
+        return _LAST_BEYOND[2]
+    out = np.setdiff1d(excluded, masked, assume_unique=True)
+    _LAST_BEYOND[:] = [excluded, masked, out]
+    return out
 
 
 def _without(work: ClusterState, nodes: np.ndarray) -> ClusterState:

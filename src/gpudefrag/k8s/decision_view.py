@@ -51,12 +51,19 @@ class DecisionView:
 
     # ---- the rule -----------------------------------------------------------------------------
     def sync(self, masked: IntArray) -> ClusterState:
-        """The view, made the source with ``masked`` (node indices) masked (module docstring)."""
-        masked = np.unique(np.asarray(masked, dtype=np.int64))
-        flipped = np.setxor1d(masked, self._masked, assume_unique=True)
+        """The view, made the source with ``masked`` (node indices) masked (module docstring).
+        Cheapest when ``masked`` is the same array object as at the last sync (then it must not
+        have been changed in place)."""
         changed = np.fromiter(self._changed, dtype=np.int64, count=len(self._changed))
-        todo = np.union1d(changed, flipped)
-        hide = np.isin(todo, masked, assume_unique=True)
+        if masked is self._masked:  # only the changed nodes to look at
+            todo = np.unique(changed)
+        else:
+            given = np.asarray(masked, dtype=np.int64)
+            ascending = given.size < 2 or bool((np.diff(given) > 0).all())
+            masked = given if ascending else np.unique(given)  # kept as given when it can be
+            todo = np.union1d(changed, np.setxor1d(masked, self._masked, assume_unique=True))
+        at = np.minimum(np.searchsorted(masked, todo), max(masked.size - 1, 0))
+        hide = masked[at] == todo if masked.size else np.zeros(todo.size, dtype=bool)
         self.state.take_rows(self.source, todo)  # masked ones too: a mask keeps the affinity
         self.state.mask_many(todo[hide])
         self._masked = masked

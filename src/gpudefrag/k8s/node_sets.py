@@ -74,6 +74,7 @@ class NodeSets:
         self._order, self._nodes = order, nodes
         self._index = {n: i for i, n in enumerate(order)}
         self._unusable: set[int] = set()
+        self._unusable_array: np.ndarray | None = None
         self._reserved: dict[str, Reservation] = {}
         self._tainted: set[int] = set()
         self._log: list[int] = []
@@ -92,10 +93,9 @@ class NodeSets:
     def _note(self, name: str) -> None:
         info = self._nodes[name]
         i = self._index[name]
-        if info.ready and info.schedulable:
-            self._unusable.discard(i)
-        else:
-            self._unusable.add(i)
+        if (i in self._unusable) != (not (info.ready and info.schedulable)):
+            self._unusable ^= {i}
+            self._unusable_array = None
         if info.taints:
             self._tainted.add(i)
         else:
@@ -114,6 +114,13 @@ class NodeSets:
     def unusable(self) -> list[int]:
         """Indices of the unusable nodes, ascending."""
         return sorted(self._unusable)
+
+    def unusable_array(self) -> np.ndarray:
+        """:meth:`unusable` as an array, the same object until the set changes (read-only)."""
+        if self._unusable_array is None:
+            self._unusable_array = np.array(sorted(self._unusable), dtype=np.int64)
+            self._unusable_array.flags.writeable = False
+        return self._unusable_array
 
     def reservations(self) -> list[Reservation]:
         """Every reservation, expired ones included, in node-name order."""
