@@ -16,11 +16,9 @@ filled to ``fill`` of its GPUs, seeded:
 Every pod goes on the first of up to ``TRIES`` random nodes that fits, on its lowest free GPUs:
 a fragmented starting occupancy, not an empty cluster.  The same seed gives the same cluster.
 
-The measurement (:func:`bench_scale`): the policy is told to expect the bench's pod shapes and
-attached to the state (its incremental index, :mod:`gpudefrag.policies.score_index`, is built
-then, with a tree of each shape's own request, and by one query per pod shape: the *index
-build* time; these are warm shapes) unless ``scan`` asks for the full scan of every node per
-decision; then
+The measurement (:func:`bench_scale`): the policy is attached to the state (its incremental
+index, :mod:`gpudefrag.policies.score_index`, is built then and by one query per pod shape: the
+*index build* time) unless ``scan`` asks for the full scan of every node per decision; then
 ``decisions`` placements per pod shape (a half GPU, 1, 2 and 8 whole GPUs), each timed around the
 policy's ``select`` and bound, so the state keeps changing as in a scheduler.
 """
@@ -169,7 +167,6 @@ def time_decisions(
     chooser = make_policy(policy, typical, seed)
     started = time.perf_counter()
     if not scan:
-        chooser.expect(spec.fit_key for spec in SHAPES.values())
         chooser.attach(state)
         for spec in SHAPES.values():
             chooser.select(state, spec)
