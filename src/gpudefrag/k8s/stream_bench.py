@@ -230,21 +230,13 @@ def _stream(
     decide_cycle(cache, [], scheduler, policy, None, START_S)
     attach_s = time.perf_counter() - started
     trees_at_attach = policy.index_trees() or 0
-    n = min(decisions, len(arrivals) - first)
-    if n < decisions:
-        raise ValueError(
-            f"only {n} arrivals are left after the fill for {decisions} decisions: ask for fewer decisions"
-        )
+    cold = arrivals.first_of_request(first, decisions)
+    n = decisions
     latency = np.empty(n, dtype=np.float64)
-    cold = np.zeros(n, dtype=bool)
     node = np.full(n, -1, dtype=np.int64)
-    seen: set[tuple[int, ...]] = set()
     memory: list[float] = []
     for k in range(n):
         spec = arrivals.pod(first + k)
-        if spec.fit_key not in seen:
-            seen.add(spec.fit_key)
-            cold[k] = True
         now = START_S + k
         obj = pod_object(spec, f"stream-{k:07d}", now)
         t0 = time.perf_counter_ns()
@@ -267,7 +259,7 @@ def _stream(
     if n % memory_every:
         memory.append((policy.index_nbytes() or 0) / 2**20)
     trees = (trees_at_attach, policy.index_trees() or 0)
-    return latency, cold, node, len(seen), tuple(memory), attach_s, trees
+    return latency, cold, node, int(cold.sum()), tuple(memory), attach_s, trees
 
 
 def bench_k8s_stream(

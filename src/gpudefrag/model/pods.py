@@ -109,6 +109,22 @@ class PodBatch:
         )
         return list(dict.fromkeys(rows))
 
+    def first_of_request(self, start: int, count: int) -> npt.NDArray[np.bool_]:
+        """For pods ``start .. start + count - 1``: whether each is the first among them with its
+        request (``fit_key``); ValueError when fewer than ``count`` pods are left."""
+        if start + count > len(self):
+            raise ValueError(
+                f"only {len(self) - start} pods are left after {start} for {count}: ask for fewer"
+            )
+        seen: set[tuple[int, ...]] = set()
+        out = np.zeros(count, dtype=bool)
+        for k in range(count):
+            key = self.pod(start + k).fit_key
+            if key not in seen:
+                seen.add(key)
+                out[k] = True
+        return out
+
     def pod(self, i: int) -> PodSpec:
         """The i-th pod as a value."""
         return PodSpec(

@@ -129,21 +129,13 @@ def stream_decisions(
         if policy.index_nbytes() is None:
             raise ValueError(f"policy {policy.name!r} keeps no index: run it with scan=True")
         trees_at_attach = policy.index_trees() or 0
-    n = min(decisions, len(arrivals) - first)
-    if n < decisions:
-        raise ValueError(
-            f"only {n} arrivals are left after the fill for {decisions} decisions: ask for fewer decisions"
-        )
+    cold = arrivals.first_of_request(first, decisions)
+    n = decisions
     latency = np.empty(n, dtype=np.float64)
-    cold = np.zeros(n, dtype=bool)
     node = np.full(n, -1, dtype=np.int64)
-    seen: set[tuple[int, ...]] = set()
     memory: list[float] = []
     for k in range(n):
         pod = arrivals.pod(first + k)
-        if pod.fit_key not in seen:
-            seen.add(pod.fit_key)
-            cold[k] = True
         t0 = time.perf_counter_ns()
         placement = policy.select(state, pod)
         latency[k] = (time.perf_counter_ns() - t0) / 1e6
@@ -156,7 +148,7 @@ def stream_decisions(
         memory.append(_index_mib(policy))
     trees = (trees_at_attach, policy.index_trees() or 0)
     policy.reset()
-    return _Stream(latency, cold, node, len(seen), tuple(memory), attach_s, trees)
+    return _Stream(latency, cold, node, int(cold.sum()), tuple(memory), attach_s, trees)
 
 
 def bench_stream(
