@@ -86,6 +86,25 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batch_stream_bench(args: argparse.Namespace) -> int:
+    from gpudefrag.experiments.bench.stream_batch import bench_batch_stream, format_batch_stream
+
+    refuse(
+        args, {"k8s": "--k8s", "policy": "--policy"}, "not with --batch (the solver's batches start from FGD)"
+    )
+    print(
+        f"{args.workload} nodes repeated to {args.gpus} GPUs, filled to 85 % by FGD (seed {args.seed}); then "
+        f"{args.decisions} further arrivals of its pods in batches of {args.batch}, each decided by the solver's "
+        "scheduler (FGD's plan, top FGD candidates, CP-SAT, referee) on the one state and bound: with FGD's "
+        "index attached, and scanning every node"
+    )
+    results = bench_batch_stream(args.workload, args.gpus, args.batch, args.decisions, args.seed)
+    r = results[0]
+    print(f"{r.nodes} nodes, {r.gpus} GPUs, filled to {r.fill_pct:.1f} %")
+    print(format_batch_stream(results))
+    return 0
+
+
 def cmd_stream_bench(args: argparse.Namespace) -> int:
     from gpudefrag.experiments.bench.stream import MEMORY_EVERY, StreamResult, bench_stream, format_stream
     from gpudefrag.experiments.common.inputs import workload_inputs
@@ -209,7 +228,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.sweep is not None:
         refuse(
             args,
-            {"gpus": "--gpus", "scan": "--scan", "stream": "--stream", "k8s": "--k8s"},
+            {"gpus": "--gpus", "scan": "--scan", "stream": "--stream", "k8s": "--k8s", "batch": "--batch"},
             "not with --sweep (it times every size, index and scan)",
         )
         return cmd_scale_sweep(_scale_defaults(args))
@@ -229,8 +248,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
         if args.decisions is None:
             args.decisions = 2000
+        if args.batch is not None:
+            return cmd_batch_stream_bench(args)
         return cmd_stream_bench(args)
-    refuse(args, {"k8s": "--k8s"}, "only with --stream")
+    refuse(args, {"k8s": "--k8s", "batch": "--batch"}, "only with --stream")
     if args.gpus is not None:
         return cmd_scale_bench(_scale_defaults(args))
     refuse(args, {**scale_only, "scan": "--scan", "stream": "--stream"}, "only with --gpus or --sweep")
@@ -302,6 +323,14 @@ def add_bench_command(sub: Any) -> None:
         action="store_true",
         help="with --stream: decide through the Kubernetes scheduler's decision path (its cache fed node "
         "and pod objects, no API server) instead of the policy alone",
+    )
+    bench.add_argument(
+        "--batch",
+        type=value(Annotated[int, Interval(ge=1, le=256)]),
+        default=None,
+        metavar="B",
+        help="with --stream: decide the arrivals in batches of B by the solver's scheduler (FGD's index "
+        "attached, and scanning)",
     )
     bench.add_argument(
         "--sweep",

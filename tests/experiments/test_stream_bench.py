@@ -43,6 +43,11 @@ def test_the_same_seed_gives_the_same_stream() -> None:
         (["bench", "--stream", "openb"], "--stream: needs --gpus"),
         (["bench", "--gpus", "1000", "--stream", "openb", "--scan"], "--scan: not with --stream"),
         (["bench", "--sweep", "1000", "--stream", "openb"], "--stream: not with --sweep"),
+        (["bench", "--gpus", "1000", "--batch", "8"], "--batch: only with --stream"),
+        (
+            ["bench", "--gpus", "1000", "--stream", "openb", "--batch", "8", "--k8s"],
+            "--k8s: not with --batch",
+        ),
     ],
 )
 def test_stream_options_that_do_not_fit_exit_2(
@@ -86,6 +91,29 @@ def test_the_k8s_path_decides_what_the_policy_decides_on_the_same_cluster() -> N
     assert "fgd k8s index and k8s scan chose the same node for 200 of 200" in format_stream([index, scan])
 
 
+def test_a_batch_of_no_pods_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--gpus", "1000", "--stream", "openb", "--batch", "0"])
+    assert exc.value.code == 2
+    assert "--batch: must be an integer in 1..256, got '0'" in capsys.readouterr().err
+
+
 def test_k8s_needs_the_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--gpus", "1000", "--k8s"]) == 2
     assert "--k8s: only with --stream" in capsys.readouterr().err
+
+
+@needs_mirror
+def test_the_solver_batches_decide_alike_with_the_index_or_scanning() -> None:
+    """The batch placer on the stream: FGD's plan and candidates from the attached index give the
+    placements that scanning every node gives, batch for batch; every batch is decided (placed
+    or refused) and the placements fit (each is bound on the state as the stream goes)."""
+    from gpudefrag.experiments.bench.stream_batch import bench_batch_stream, format_batch_stream
+
+    index, scan = bench_batch_stream("openb_pod_list_default", 6000, batch=8, decisions=96, seed=2)
+    assert (index.mode, scan.mode) == ("index", "scan")
+    assert index.batch_ms.size == scan.batch_ms.size == 12
+    assert index.placements == scan.placements and index.placed > 48
+    assert all(len(b) <= 8 for b in index.placements)
+    assert index.attach_s > 0 and scan.attach_s == 0
+    assert "index and scan placed 12 of 12 batches alike" in format_batch_stream([index, scan])

@@ -178,3 +178,54 @@ def test_an_unbounded_kind_evicts_the_shape_used_least_recently_and_stays_exact(
     index = policy._index
     assert index.max_trees == 3
     assert shapes[0].fit_key in index._shapes  # the hot shape was never the least recent
+
+
+def _scan_top(name: str, typical, state: ClusterState, pod: PodSpec, k: int) -> list[tuple[int, int]]:
+    """(node, score) of the ``k`` best nodes by a full scan: highest score, then tie rank, then
+    node index."""
+    scores = make_policy(name, typical).score_nodes(state, pod)
+    feasible = [n for n in range(state.num_nodes) if scores[n] >= 0]
+    feasible.sort(key=lambda n: (-int(scores[n]), int(state.tie_rank[n]), n))
+    return [(n, int(scores[n])) for n in feasible[:k]]
+
+
+@pytest.mark.parametrize("name", ["fgd", "bestfit"])
+def test_top_nodes_of_an_index_are_the_full_scans_in_its_order(name, gen, typical_small):
+    """The index's ``top(pod, k)`` (the batch placer's candidates) returns the nodes and scores a
+    full scan ranks first, in the same order, for every k, as binds change the state; on a
+    cluster with long score ties and repeated tie ranks."""
+    rng = np.random.default_rng(5)
+    specs = [("V100M32", 8, 96000, 1 << 18), ("T4", 4, 32000, 1 << 16), ("", 0, 64000, 1 << 17)]
+    state = gen.build_cluster(
+        [specs[int(i)] for i in rng.integers(0, 3, size=90)], rng.integers(0, 30, size=90).astype(np.int64)
+    )
+    policy = make_policy(name, typical_small)
+    policy.attach(state)
+    index = policy._index
+    gpu_parts = [(0, 0), (1, 250), (1, 500), (1, 1000), (2, 1000), (8, 1000)]
+    for step in range(150):
+        num, milli = gpu_parts[int(rng.integers(len(gpu_parts)))]
+        pod = PodSpec(int(rng.integers(0, 48)) * 1000, int(rng.integers(0, 64)) * 1024, num, milli)
+        k = int(rng.choice([0, 1, 2, 5, 16, 200]))
+        nodes, scores = index.top(pod, k)
+        assert list(zip(nodes.tolist(), scores.tolist())) == _scan_top(name, typical_small, state, pod, k), (
+            step,
+            pod,
+            k,
+        )
+        got = policy.select(state, pod)
+        if got is not None:
+            state.bind(got)
+
+
+def test_fgd_top_nodes_agree_attached_or_scanned(gen, typical_small):
+    """``FgdPolicy.top_nodes`` answers from the index on the attached state and from a scan on a
+    copy; both agree with each other."""
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20), ("T4", 4, 32000, 1 << 19)] * 6)
+    policy = make_policy("fgd", typical_small)
+    policy.attach(state)
+    pod = PodSpec(2000, 1024, 1, 500)
+    state.bind(Placement(3, (0,), pod))
+    assert policy.top_nodes(state, pod, 4).tolist() == policy.top_nodes(state.copy(), pod, 4).tolist()
+    with pytest.raises(ValueError, match="bounded"):
+        ScoreIndex(state, kind=1).top(pod, 3)  # GpuPacking keeps one tree per shape

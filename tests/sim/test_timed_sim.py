@@ -189,6 +189,73 @@ def test_event_hash_reproducible_and_seed_sensitive(gen, typical_small):
     assert a.arrived == a.completed + a.running_at_end + a.pending_at_end + a.rejected
 
 
+class _OnACopy(Stub):
+    """``inner`` deciding every session on a private copy of the session's state, never
+    attached to it (how sessions decided before the long-lived decision view)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def decide(self, cycle):
+        class Copied:
+            now_s, pending, state = cycle.now_s, cycle.pending, cycle.state.copy()
+            blocked = property(lambda _: cycle.blocked)
+            running_on = staticmethod(cycle.running_on)
+
+        return self.inner.decide(Copied())
+
+
+@pytest.mark.parametrize("kind", ["fgd", "bestfit", "batch"])
+def test_sessions_on_the_indexed_view_decide_as_on_a_fresh_copy(gen, typical_small, kind):
+    """A session decides on the simulator's own state, with the scheduler's index attached to
+    it: the run (every event, hashed) is the run of the same scheduler deciding on a fresh copy
+    each session, scanning every node."""
+    from gpudefrag.batch.placer import BatchPlacer
+
+    def scheduler():
+        if kind == "batch":
+            return BatchScheduler(BatchPlacer(typical_small), batch_size=3, solver_batches=1)
+        return PolicyScheduler(make_policy(kind, typical_small))
+
+    cluster = gen.build_cluster([T4x2, T4x4, V1, ("G2", 8, 96000, 393216)] * 3)
+    trace = pod_batch([gpu_pod(1, 500), gpu_pod(1), gpu_pod(2), gpu_pod(4), PodSpec(2000, 100)])
+    dur = np.array([300.0, 900.0, 1800.0, 600.0, 100.0])
+    wl = make_workload(trace, dur, cluster.gpu_capacity_milli, 1.3, 8_000.0, np.random.default_rng(4))
+    indexed = scheduler()
+    sim = Simulator(cluster, wl, indexed, config=timed(0.5, full_check_every=25))
+    got = sim.run()
+    want = run_timed(cluster, wl, _OnACopy(scheduler()), config=timed(0.5, full_check_every=25))
+    assert got.events_processed > 100 and got.event_hash == want.event_hash
+    policy = indexed.placer.fgd if kind == "batch" else indexed.policy
+    assert policy._index is not None and policy._index.state is sim.core.ledger.state
+
+
+def test_a_session_masks_reserved_nodes_only_while_it_decides(gen):
+    """A reserved node whose pod does not fit yet is masked for the session's scheduler and its
+    resources are back when the scheduler has returned; a reserved pod that fits is bound while
+    the scheduler decides, and unbound afterwards (the session starts it when it lands)."""
+    seen = []
+
+    class Peek(Stub):
+        def decide(self, cycle):
+            st = cycle.state
+            seen.append((int(st.cpu_milli_left[0]), int(st.free_gpus[0]), int(st.cpu_milli_left[1])))
+            return SchedulingDecision([], len(cycle.pending), 0.0, 0.0)
+
+    state = gen.build_cluster([T4x4, T4x4])
+    core_state = state.copy()
+    sim = Simulator(state, timed_workload([gpu_pod(1)], [10.0], [100.0]), Peek(), config=timed())
+    core = sim.core
+    before = core.ledger.state.snapshot()
+    sim.sessions._decide(0.0, [], [0], [])  # node 0 reserved for a pod that does not fit yet
+    assert seen[-1] == (0, 0, int(core_state.cpu_milli_left[1]))  # masked while deciding
+    assert core.ledger.state.snapshot() == before  # and back afterwards
+    pod = gpu_pod(2)
+    sim.sessions._decide(0.0, [(7, Placement(1, (0, 1), pod))], [], [])
+    assert seen[-1][2] == int(core_state.cpu_milli_left[1]) - pod.cpu_milli  # bound while deciding
+    assert core.ledger.state.snapshot() == before
+
+
 def test_busy_server_latency_delays_binds(gen):
     # pod 0 arrives at 10: session 10 -> decision at 10 + 5 = 15.  Pod 1 arrives at 12 while
     # the scheduler is busy; its session starts at 15 and lands at 20.

@@ -5,8 +5,9 @@ the placer weighs waits: :func:`gpudefrag.batch.bonuses.age_bonus_milli`), maxim
 pods, maximised (so CPU-only pods are not dropped for free); (3) total fragmentation of the
 touched nodes after placement, minimised (FGD's F against the typical pods, milli-GPU).
 
-:func:`evaluate_plan` replays a plan on a copy of the state, checking every placement, and
-returns the exact objective; it is the referee for both the solver's and FGD's answers.
+:func:`evaluate_plan` replays a plan on the state (undone before it returns), checking every
+placement, and returns the exact objective; it is the referee for both the solver's and FGD's
+answers.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def evaluate_plan(
     protect_penalty_milli: float = 0.0,
     age_milli: int = 0,
 ) -> Objective:
-    """Exact objective of applying ``plan`` to a copy of ``state``; raises :class:`PlanError`.
+    """Exact objective of applying ``plan`` to ``state``; raises :class:`PlanError`.  The plan
+    is bound on ``state`` while it is measured and unbound before this returns or raises.
 
     ``protect_penalty_milli`` is added for every node of ``protected`` the plan uses;
     ``age_milli`` is the plan's placed pods' age bonuses, summed by the caller.
@@ -85,19 +87,24 @@ def evaluate_plan(
     Fragmentation is summed over ``nodes`` (default: the nodes the plan touches), so two plans for
     the same batch are compared on the union of the nodes either touches.
     """
-    work = state.copy()
     seen: set[int] = set()
-    for p in plan:
-        if id(p.pod) in seen:
-            raise PlanError(f"pod {p.pod.name!r} placed twice")
-        seen.add(id(p.pod))
-        why = work.why_not_fits(p.node, p.pod, p.gpus)
-        if why is not None:
-            raise PlanError(f"pod {p.pod.name!r} on node {p.node}: {why}")
-        work.bind(p)
-    touched = {p.node for p in plan} if nodes is None else nodes
-    args = typical.kernel_args
-    frag = sum(node_frag(work, n, args) for n in sorted(touched))
+    bound: list[Placement] = []
+    try:
+        for p in plan:
+            if id(p.pod) in seen:
+                raise PlanError(f"pod {p.pod.name!r} placed twice")
+            seen.add(id(p.pod))
+            why = state.why_not_fits(p.node, p.pod, p.gpus)
+            if why is not None:
+                raise PlanError(f"pod {p.pod.name!r} on node {p.node}: {why}")
+            state.bind(p)
+            bound.append(p)
+        touched = {p.node for p in plan} if nodes is None else nodes
+        args = typical.kernel_args
+        frag = sum(node_frag(state, n, args) for n in sorted(touched))
+    finally:
+        for p in reversed(bound):
+            state.unbind(p)
     used = {p.node for p in plan}
     if protect_penalty_milli:
         frag += protect_penalty_milli * len(used & protected)

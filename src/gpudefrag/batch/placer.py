@@ -32,8 +32,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from gpudefrag.batch.bonuses import age_bonus_milli, whole_gpu_bonus_milli
 from gpudefrag.batch.cpsat import SolveOutcome, best_single, solve_patterns
 from gpudefrag.batch.lifetime import NodeLifetimes
@@ -70,6 +68,12 @@ class BatchPlacer:
         self.fgd = FgdPolicy(self.typical)
         self._tp = self.typical.kernel_args
         self.fallbacks: Counter[str] = Counter()
+
+    def attach(self, state: ClusterState) -> None:
+        """Keep FGD's incremental index of ``state``, a long-lived state that batches are decided
+        on again and again: FGD's plan and the candidates then cost what changed, not a scan
+        of every node (the same answers)."""
+        self.fgd.attach(state)
 
     # --------------------------------------------------------------------- steps
     def age_bonuses(self, pods: Sequence[PodSpec], waited_s: Sequence[float]) -> list[int]:
@@ -109,7 +113,8 @@ class BatchPlacer:
         lifetimes: NodeLifetimes | None = None,
         run_s: Sequence[float] = (),
     ) -> list[Placement | None]:
-        """FGD's sequential answer for the batch (on a copy; ``state`` is untouched).  A pod goes
+        """FGD's sequential answer for the batch (bound on ``state`` while it is planned, and
+        unbound before it returns: ``state`` is left as it was).  A pod goes
         to a node in ``avoid`` only when it fits no other node.  With ``lifetime_ties`` and
         ``lifetimes``, score ties go to the node expected to stay busy longest
         (:meth:`~gpudefrag.policies.fgd.FgdPolicy.select_preferring`), and each placed pod
@@ -127,7 +132,6 @@ class BatchPlacer:
                 return self.fgd.select(on, pod)
             return self.fgd.select_preferring(on, pod, lives.of_nodes)
 
-        work = state.copy()
         masked = None
         if avoid:
             masked = state.copy()
@@ -136,25 +140,31 @@ class BatchPlacer:
         nowhere: set[tuple[int, ...]] = set()
         not_outside: set[tuple[int, ...]] = set()
         plan: list[Placement | None] = []
-        for i, pod in enumerate(pods):
-            shape = pod.fit_key
-            p = None
-            if shape not in nowhere:
-                if masked is not None and shape not in not_outside:
-                    p = select(masked, pod)
+        bound: list[Placement] = []
+        try:
+            for i, pod in enumerate(pods):
+                shape = pod.fit_key
+                p = None
+                if shape not in nowhere:
+                    if masked is not None and shape not in not_outside:
+                        p = select(masked, pod)
+                        if p is None:
+                            not_outside.add(shape)
                     if p is None:
-                        not_outside.add(shape)
-                if p is None:
-                    p = select(work, pod)
-                    if p is None:
-                        nowhere.add(shape)
-            if p is not None:
-                work.bind(p)
-                if masked is not None and p.node not in avoid:
-                    masked.bind(p)
-                if lives is not None:
-                    lives.bind(p.node, run_s[i])
-            plan.append(p)
+                        p = select(state, pod)
+                        if p is None:
+                            nowhere.add(shape)
+                if p is not None:
+                    state.bind(p)
+                    bound.append(p)
+                    if masked is not None and p.node not in avoid:
+                        masked.bind(p)
+                    if lives is not None:
+                        lives.bind(p.node, run_s[i])
+                plan.append(p)
+        finally:
+            for p in reversed(bound):
+                state.unbind(p)
         return plan
 
     def candidates(
@@ -165,13 +175,7 @@ class BatchPlacer:
         k = self.config.candidates_per_pod
         prefs: dict[int, list[tuple[int, int]]] = {}
         for i, pod in enumerate(pods):
-            scores = self.fgd.score_nodes(state, pod)
-            feasible = np.flatnonzero(scores >= 0)
-            if feasible.size:
-                order = np.lexsort((state.tie_rank[feasible], -scores[feasible]))
-                top = [int(n) for n in feasible[order[:k]]]
-            else:
-                top = []
+            top = self.fgd.top_nodes(state, pod, k).tolist()
             h = hint[i]
             if h is not None and h.node not in top:
                 top.append(h.node)
@@ -242,21 +246,28 @@ class BatchPlacer:
         pods: list[PodSpec],
         protected: frozenset[int],
     ) -> Pattern:
-        """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern."""
-        work = state.copy()
+        """FGD's own subset on ``node`` with FGD's own GPUs, as a pattern (its fragmentation
+        afterwards read with the subset bound on ``state``, unbound before it returns)."""
         placed = [hint[i] for i in members]
-        for p in placed:
-            if p is None:
-                raise ValueError(f"a member of FGD's pattern on node {node} has no placement")
-            work.bind(p)
-        gpus = tuple(p.gpus for p in placed if p is not None)
+        bound: list[Placement] = []
+        try:
+            for p in placed:
+                if p is None:
+                    raise ValueError(f"a member of FGD's pattern on node {node} has no placement")
+                state.bind(p)
+                bound.append(p)
+            after = node_frag(state, node, self._tp)
+        finally:
+            for p in reversed(bound):
+                state.unbind(p)
+        gpus = tuple(p.gpus for p in bound)
         penalty = self._penalty(state, node, protected)
         return Pattern(
             node,
             members,
             gpus,
             sum(pods[i].total_gpu_milli for i in members),
-            node_frag(work, node, self._tp),
+            after,
             node_frag(state, node, self._tp) - penalty,
         )
 

@@ -2,9 +2,11 @@
 :class:`~gpudefrag.batch.placer.BatchPlacer`.
 
 It takes the cycle's pending pods in queue order, at most ``max_pending`` of them, in
-consecutive batches of ``batch_size``, binding each batch's result on a copy of the cycle's
-state before deciding the next.  Only the first ``solver_batches`` batches go to the solver;
-later ones take FGD's plan (the solver's time goes to the pods first in line).
+consecutive batches of ``batch_size``, binding each batch's result on the cycle's state before
+deciding the next (and unbinding them all before it returns: the state is left as it was, and
+a placer attached to it, :meth:`attach`, keeps FGD's index of it).  Only the first
+``solver_batches`` batches go to the solver; later ones take FGD's plan (the solver's time goes
+to the pods first in line).
 
 With the placer's ``protect_blocked`` set, it keeps every batch off the nodes protected for
 the cycle's blocked pods (:mod:`gpudefrag.batch.protect`), chosen once per cycle.  With its
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 
 from gpudefrag.batch.lifetime import ExpectedRunTimes, NodeLifetimes, busy_until_s
 from gpudefrag.batch.placer import BatchPlacer
+from gpudefrag.batch.stats import BatchStats
 from gpudefrag.model.cluster import ClusterState, Placement, PlacementError
 from gpudefrag.model.port import Bind, PendingPod, RuntimeEstimator, SchedulingCycle, SchedulingDecision
 
@@ -44,9 +47,16 @@ class BatchScheduler:
         self.max_pending = max_pending
         self.name = f"batch{batch_size}"
         self.invalid = 0
+        self.last_stats: list[BatchStats] = []
+        """The statistics of each batch the last cycle sent to the placer (diagnostics)."""
 
     def reset(self) -> None:
         """Nothing to forget between runs."""
+
+    def attach(self, state: ClusterState) -> None:
+        """Keep the placer's FGD index of ``state``, the long-lived state the driver's cycles
+        decide on (:class:`~gpudefrag.model.port.IndexingScheduler`)."""
+        self.placer.attach(state)
 
     def _protected(self, cycle: SchedulingCycle) -> frozenset[int]:
         if self.placer.config.protect_blocked <= 0:
@@ -63,7 +73,7 @@ class BatchScheduler:
         return NodeLifetimes(lambda nodes: busy_until_s(nodes, cycle.running_on, runtimes, now_s))
 
     def decide(self, cycle: SchedulingCycle) -> SchedulingDecision:
-        work = cycle.state.copy()
+        work = cycle.state
         protected = self._protected(cycle)
         lifetimes = self._lifetimes(cycle)
         pending = cycle.pending
@@ -74,23 +84,31 @@ class BatchScheduler:
         weigh_age = self.placer.config.age_weight_milli_per_s > 0
         binds: list[Bind] = []
         wall = det = 0.0
-        for b, lo in enumerate(range(0, n, self.batch_size)):
-            if self.solver_batches is not None and b >= self.solver_batches:
-                # FGD's plan for all the later batches at once: FGD binds in queue order either
-                # way, so this is the batch-by-batch answer without a state copy per batch
-                rest = pending[lo:n]
-                plan = self.placer.fgd_plan(work, [p.spec for p in rest], protected, lifetimes, run_s[lo:n])
-                self._bind(work, rest, plan, binds)
-                break
-            hi = min(lo + self.batch_size, n)
-            batch = pending[lo:hi]
-            waited_s = [cycle.now_s - p.arrival_s for p in batch] if weigh_age else []
-            res = self.placer.place(
-                work, [p.spec for p in batch], protected, waited_s, lifetimes, run_s[lo:hi]
-            )
-            wall += res.stats.total_wall_s
-            det += res.stats.deterministic_s
-            self._bind(work, batch, res.placements, binds, lifetimes, run_s[lo:hi])
+        self.last_stats = []
+        try:
+            for b, lo in enumerate(range(0, n, self.batch_size)):
+                if self.solver_batches is not None and b >= self.solver_batches:
+                    # FGD's plan for all the later batches at once: FGD binds in queue order
+                    # either way, so this is the batch-by-batch answer
+                    rest = pending[lo:n]
+                    plan = self.placer.fgd_plan(
+                        work, [p.spec for p in rest], protected, lifetimes, run_s[lo:n]
+                    )
+                    self._bind(work, rest, plan, binds)
+                    break
+                hi = min(lo + self.batch_size, n)
+                batch = pending[lo:hi]
+                waited_s = [cycle.now_s - p.arrival_s for p in batch] if weigh_age else []
+                res = self.placer.place(
+                    work, [p.spec for p in batch], protected, waited_s, lifetimes, run_s[lo:hi]
+                )
+                self.last_stats.append(res.stats)
+                wall += res.stats.total_wall_s
+                det += res.stats.deterministic_s
+                self._bind(work, batch, res.placements, binds, lifetimes, run_s[lo:hi])
+        finally:
+            for bind in reversed(binds):
+                work.unbind(bind.placement)
         return SchedulingDecision(binds, n, wall, det)
 
     def _bind(

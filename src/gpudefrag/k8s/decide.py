@@ -19,7 +19,8 @@ Rules:
   and bind.
 * That state is the cache's :class:`~gpudefrag.k8s.decision_view.DecisionView` (unusable and
   reserved nodes masked), synced with the nodes that changed since the last cycle, and (with
-  ``index``, for a per-pod scheduler) the policy's incremental index is attached to it: a cycle
+  ``index``, for a scheduler that indexes: :class:`~gpudefrag.model.port.IndexingScheduler`)
+  the scheduler is attached to it: a cycle
   costs what changed, not a scan or a copy of every node.  Pods with nodes of their own excluded
   beyond those already masked (taints they do not tolerate on usable nodes, selectors) and
   reservation owners decide on a copy, scanned in full.
@@ -37,10 +38,9 @@ from gpudefrag.k8s.gangplace import place_gang
 from gpudefrag.k8s.records import PodRecord
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.model.port import PendingPod, RunningPod, Scheduler
+from gpudefrag.model.port import PendingPod, RunningPod, Scheduler, indexing
 from gpudefrag.model.topology import Topology
 from gpudefrag.policies.base import Policy
-from gpudefrag.policies.scheduler import PolicyScheduler
 
 
 @dataclass
@@ -83,16 +83,17 @@ def decide_cycle(
     index: bool = True,
 ) -> CycleResult:
     """Placements for ``pending`` (in queue order) on the cache's state (module docstring).
-    ``index``: attach the policy's index to the decision view when ``scheduler`` is a per-pod
-    one (a what-if cycle on a throwaway cache passes False: it would build trees for one cycle)."""
+    ``index``: attach ``scheduler`` to the decision view when it indexes (a what-if cycle on
+    a throwaway cache passes False: it would build trees for one cycle)."""
     reservations = {r.node: r.pod_key for r in cache.reservations(now_s)}
     reserved_idx = np.array([cache.index[n] for n in reservations if n in cache.index], dtype=np.int64)
     unusable = cache.node_sets.unusable_array()
     # ascending and distinct; the same object from cycle to cycle while nothing is reserved
     masked = np.union1d(unusable, reserved_idx) if reserved_idx.size else unusable
     work = cache.decision_view.sync(masked)
-    if index and isinstance(scheduler, PolicyScheduler):
-        policy.attach(work)
+    indexed = indexing(scheduler) if index else None
+    if indexed is not None:
+        indexed.attach(work)
     result = CycleResult([], [], [])
     owners = {pod: node for node, pod in reservations.items()}
     rest: list[PodRecord] = []

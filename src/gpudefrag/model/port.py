@@ -7,7 +7,8 @@ server.  A driver implements the read side and executes the returned actions.
 **Read side.**
 
 * :class:`SchedulingCycle` (one scheduling cycle): the time, a snapshot of the state to
-  decide on (a private copy: nodes the cycle must not use are masked), the pods to place now
+  decide on (nodes the cycle must not use are masked; the driver's, which a scheduler may bind
+  on while it decides but must leave as it found it), the pods to place now
   in queue order, the pods known not to fit now (*blocked*) in queue order, and the pods
   running on a node (what a scheduler that weighs how long nodes stay busy reads).
 * :class:`ClusterPort` (what a controller reads): the time, a state snapshot, every pending
@@ -34,7 +35,7 @@ time at its last checkpoint (what a checkpointing job reports as its progress). 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -185,7 +186,8 @@ class SchedulingDecision(NamedTuple):
 
 
 class Scheduler(Protocol):
-    """Decides a cycle without changing ``cycle.state``."""
+    """Decides a cycle without changing ``cycle.state`` (it may bind on it while deciding, if
+    it unbinds all before it returns)."""
 
     name: str
 
@@ -194,6 +196,22 @@ class Scheduler(Protocol):
     def reset(self) -> None:
         """Forget per-run memory; called when a run starts."""
         ...
+
+
+class IndexingScheduler(Protocol):
+    """A scheduler that can keep an incremental index of one long-lived state that its cycles
+    are given again and again (the simulator's own state, the Kubernetes cache's decision
+    view): ``attach(state)`` before a cycle on it, and decisions on that state cost what changed
+    since the last cycle instead of a scan of every node (the same decisions).  Optional: a
+    driver asks :func:`indexing` whether a scheduler has it."""
+
+    def attach(self, state: ClusterState) -> None: ...
+
+
+def indexing(scheduler: Scheduler) -> IndexingScheduler | None:
+    """``scheduler`` when it keeps an index (it has ``attach``), else ``None``; a plain attribute
+    test, cheaper than ``isinstance`` on a protocol, for a driver to ask once per cycle."""
+    return cast(IndexingScheduler, scheduler) if callable(getattr(scheduler, "attach", None)) else None
 
 
 class Defragmenter(Protocol):

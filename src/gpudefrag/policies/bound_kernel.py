@@ -40,7 +40,7 @@ from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
-__all__ = ["best_bounded"]
+__all__ = ["best_bounded", "top_bounded"]
 
 
 @njit_no_nrt
@@ -50,6 +50,129 @@ def _bound(kind: int, key: int, extra_cpu: int) -> np.int64:
     if kind == BESTFIT:
         return np.int64((key + 1) / KEY_SCALE + extra_cpu / MAX_SPEC_CPU_MILLI * 50.0 + 1e-9)
     return np.int64(key)
+
+
+@njit(cache=True)
+def _search(
+    k: int,
+    top_pos: IntArray,
+    top_score: IntArray,
+    top_gpu: IntArray,
+    kind: int,
+    cpu_floor: int,
+    order: IntArray,
+    tree: IntArray,
+    leaf_key: IntArray,
+    cpu_left: IntArray,
+    mem_left: IntArray,
+    gpu_left: IntArray,
+    gpu_count: IntArray,
+    model: IntArray,
+    pod_count: IntArray,
+    affinity: IntArray,
+    version: IntArray,
+    frag: FloatArray,
+    frag_version: IntArray,
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+    tp_cpu: IntArray,
+    tp_gpu: IntArray,
+    tp_num: IntArray,
+    tp_mask: IntArray,
+    tp_freq: FloatArray,
+) -> tuple[int, int]:
+    """The ``k`` best positions (module docstring's order: highest score, then lowest
+    position) into ``top_pos[:count]``, with their scores and sharing-pod GPUs, best first;
+    ``(count, leaves scored)``.  A subtree is skipped once ``k`` are held and its bound cannot
+    beat the ``k``-th."""
+    size = leaf_key.shape[0]
+    scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
+    depth = 0
+    while (1 << depth) < size:
+        depth += 1
+    stack = np.empty(2 * depth + 4, dtype=np.int64)
+    top = 0
+    stack[top] = 1
+    top += 1
+    count = 0
+    scored = 0
+    extra = pod_cpu - cpu_floor
+    while top > 0:
+        top -= 1
+        j = stack[top]
+        win = tree[j]
+        if win < 0 or leaf_key[win] == INFEASIBLE:
+            continue
+        ub = _bound(kind, leaf_key[win], extra)
+        level = 0
+        while (j << level) < size:
+            level += 1
+        leftmost = (j << level) - size
+        if count == k and (ub < top_score[k - 1] or (ub == top_score[k - 1] and leftmost >= top_pos[k - 1])):
+            continue
+        if j >= size:
+            n = order[win]
+            s, g = _node_value(
+                kind,
+                0,
+                n,
+                cpu_left,
+                mem_left,
+                gpu_left,
+                gpu_count,
+                model,
+                pod_count,
+                affinity,
+                version,
+                frag,
+                frag_version,
+                pod_cpu,
+                pod_mem,
+                pod_num,
+                pod_milli,
+                pod_mask,
+                pod_tag,
+                tp_cpu,
+                tp_gpu,
+                tp_num,
+                tp_mask,
+                tp_freq,
+                scratch,
+            )
+            scored += 1
+            if s == INFEASIBLE:
+                continue
+            # insert (s, win) in the held list, best first; the k-th falls off when full
+            i = count if count < k else k - 1
+            if count == k and (s < top_score[i] or (s == top_score[i] and win > top_pos[i])):
+                continue
+            while i > 0 and (s > top_score[i - 1] or (s == top_score[i - 1] and win < top_pos[i - 1])):
+                top_score[i] = top_score[i - 1]
+                top_pos[i] = top_pos[i - 1]
+                top_gpu[i] = top_gpu[i - 1]
+                i -= 1
+            top_score[i], top_pos[i], top_gpu[i] = s, win, g
+            if count < k:
+                count += 1
+            continue
+        left, right = 2 * j, 2 * j + 1
+        # the side of the higher bound is searched first (pushed last); on equal bounds the
+        # left side, whose positions win ties
+        if tree[right] >= 0 and (
+            tree[left] < 0
+            or _bound(kind, leaf_key[tree[right]], extra) > _bound(kind, leaf_key[tree[left]], extra)
+        ):
+            stack[top] = left
+            stack[top + 1] = right
+        else:
+            stack[top] = right
+            stack[top + 1] = left
+        top += 2
+    return count, scored
 
 
 @njit(cache=True)
@@ -84,80 +207,59 @@ def best_bounded(
 ) -> int:
     """The best position for the pod (module docstring), or -1 when no node fits; ``out``
     receives ``(position, sharing-pod GPU or -1, leaves scored)``."""
-    size = leaf_key.shape[0]
-    scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
-    depth = 0
-    while (1 << depth) < size:
-        depth += 1
-    stack = np.empty(2 * depth + 4, dtype=np.int64)
-    top = 0
-    stack[top] = 1
-    top += 1
-    best_score = np.int64(INFEASIBLE)
-    best_pos = size
-    best_gpu = -1
-    scored = 0
-    while top > 0:
-        top -= 1
-        j = stack[top]
-        win = tree[j]
-        if win < 0 or leaf_key[win] == INFEASIBLE:
-            continue
-        ub = _bound(kind, leaf_key[win], pod_cpu - cpu_floor)
-        level = 0
-        while (j << level) < size:
-            level += 1
-        leftmost = (j << level) - size
-        if ub < best_score or (ub == best_score and leftmost >= best_pos):
-            continue
-        if j >= size:
-            n = order[win]
-            s, g = _node_value(
-                kind,
-                0,
-                n,
-                cpu_left,
-                mem_left,
-                gpu_left,
-                gpu_count,
-                model,
-                pod_count,
-                affinity,
-                version,
-                frag,
-                frag_version,
-                pod_cpu,
-                pod_mem,
-                pod_num,
-                pod_milli,
-                pod_mask,
-                pod_tag,
-                tp_cpu,
-                tp_gpu,
-                tp_num,
-                tp_mask,
-                tp_freq,
-                scratch,
-            )
-            scored += 1
-            if s != INFEASIBLE and (s > best_score or (s == best_score and win < best_pos)):
-                best_score, best_pos, best_gpu = s, win, g
-            continue
-        left, right = 2 * j, 2 * j + 1
-        # the side of the higher bound is searched first (pushed last); on equal bounds the
-        # left side, whose positions win ties
-        if tree[right] >= 0 and (
-            tree[left] < 0
-            or _bound(kind, leaf_key[tree[right]], pod_cpu - cpu_floor)
-            > _bound(kind, leaf_key[tree[left]], pod_cpu - cpu_floor)
-        ):
-            stack[top] = left
-            stack[top + 1] = right
-        else:
-            stack[top] = right
-            stack[top + 1] = left
-        top += 2
-    out[0] = best_pos if best_score != INFEASIBLE else -1
-    out[1] = best_gpu
+    pos = np.empty(1, dtype=np.int64)
+    score = np.empty(1, dtype=np.int64)
+    gpu = np.empty(1, dtype=np.int64)
+    count, scored = _search(
+        1, pos, score, gpu, kind, cpu_floor, order, tree, leaf_key, cpu_left, mem_left, gpu_left,
+        gpu_count, model, pod_count, affinity, version, frag, frag_version, pod_cpu, pod_mem,
+        pod_num, pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
+    )  # fmt: skip
+    out[0] = pos[0] if count else -1
+    out[1] = gpu[0] if count else -1
     out[2] = scored
     return out[0]
+
+
+@njit(cache=True)
+def top_bounded(
+    k: int,
+    top_pos: IntArray,
+    top_score: IntArray,
+    top_gpu: IntArray,
+    kind: int,
+    cpu_floor: int,
+    order: IntArray,
+    tree: IntArray,
+    leaf_key: IntArray,
+    cpu_left: IntArray,
+    mem_left: IntArray,
+    gpu_left: IntArray,
+    gpu_count: IntArray,
+    model: IntArray,
+    pod_count: IntArray,
+    affinity: IntArray,
+    version: IntArray,
+    frag: FloatArray,
+    frag_version: IntArray,
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+    tp_cpu: IntArray,
+    tp_gpu: IntArray,
+    tp_num: IntArray,
+    tp_mask: IntArray,
+    tp_freq: FloatArray,
+) -> int:
+    """The ``k`` best positions for the pod, best first (the full scan's order: highest score,
+    then lowest position), with their scores and sharing-pod GPUs, into the first entries of
+    ``top_pos``, ``top_score`` and ``top_gpu`` (each of at least ``k`` entries); how many (fewer
+    than ``k`` when fewer nodes fit)."""
+    return _search(
+        k, top_pos, top_score, top_gpu, kind, cpu_floor, order, tree, leaf_key, cpu_left, mem_left,
+        gpu_left, gpu_count, model, pod_count, affinity, version, frag, frag_version, pod_cpu,
+        pod_mem, pod_num, pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
+    )[0]  # fmt: skip

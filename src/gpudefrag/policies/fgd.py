@@ -124,6 +124,17 @@ class FgdPolicy(Policy):
             return None
         return self._placement(state, pod, int(node), int(gpu))
 
+    def top_nodes(self, state: ClusterState, pod: PodSpec, k: int) -> NDArray[np.int64]:
+        """The ``k`` nodes of highest score for ``pod`` (fewer when fewer fit), best first, ties
+        to the lowest ``tie_rank`` (then node index): from the index when one is attached to
+        ``state`` (:meth:`ScoreIndex.top`), else from a scan of every node."""
+        if self._index is not None and self._index.state is state:
+            return self._index.top(pod, k)[0]
+        scores = self.score_nodes(state, pod)
+        feasible = np.flatnonzero(scores >= 0)
+        order = np.lexsort((state.tie_rank[feasible], -scores[feasible]))
+        return feasible[order[:k]]
+
     def select_preferring(
         self,
         state: ClusterState,

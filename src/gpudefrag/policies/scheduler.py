@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.port import Bind, SchedulingCycle, SchedulingDecision
 from gpudefrag.policies.base import Policy
 
@@ -25,6 +26,11 @@ class PolicyScheduler:
 
     def reset(self) -> None:
         self.policy.reset()
+
+    def attach(self, state: ClusterState) -> None:
+        """Keep the policy's incremental index of ``state``, the long-lived state the driver's
+        cycles decide on (:class:`~gpudefrag.model.port.IndexingScheduler`)."""
+        self.policy.attach(state)
 
     def decide(self, cycle: SchedulingCycle) -> SchedulingDecision:
         started = time.perf_counter()

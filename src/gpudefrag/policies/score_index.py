@@ -303,6 +303,19 @@ class ScoreIndex:
                 return -1, -1
             node = int(self._order[pos])
             return node, int(shape.leaf_gpu[node])
+        floor_cpu, shape = self._pick(pod)
+        a = shape.args
+        pos = best_bounded(
+            self._out, self.kind, floor_cpu, self._order, a[1], a[2], *a[5:15], *pod.fit_key, tag, *self._tp
+        )
+        self.leaves_scored += int(self._out[2])
+        if pos < 0:
+            return -1, -1
+        return int(self._order[pos]), int(self._out[1])
+
+    def _pick(self, pod: PodSpec) -> tuple[int, _ShapeTree]:
+        """(CPU floor, tree up to date) of the highest floor of ``pod``'s GPU request that it
+        reaches (a bounded kind; module docstring)."""
         key = pod.fit_key
         picked = self._picks.get(key)
         if picked is None:
@@ -311,14 +324,37 @@ class ScoreIndex:
             floors = self._floors.get(request, ())
             floor = max((f for f in floors if f[0] <= cpu and f[1] <= mem), default=(0, 0))
             picked = self._picks[key] = (floor[0], self._floor_tree(floor, request))
-        floor_cpu, shape = picked
-        if shape.cursor != self._log_len:
-            self._update(shape)
+        if picked[1].cursor != self._log_len:
+            self._update(picked[1])
+        return picked
+
+    def top(self, pod: PodSpec, k: int) -> tuple[IntArray, IntArray]:
+        """(nodes, scores) of the ``k`` best nodes for ``pod``, best first, in a full scan's
+        order (highest score, ties to the lowest ``tie_rank``, then the lowest node index);
+        fewer when fewer fit.  FGD and BestFit only (a bounded kind)."""
+        if not self._bounded:
+            raise ValueError(f"kind {self.kind} keeps no bounded trees: scan for its top nodes")
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        from gpudefrag.policies.bound_kernel import top_bounded
+
+        floor_cpu, shape = self._pick(pod)
         a = shape.args
-        pos = best_bounded(
-            self._out, self.kind, floor_cpu, self._order, a[1], a[2], *a[5:15], *key, tag, *self._tp
+        pos, score, gpu = (np.empty(max(k, 1), dtype=np.int64) for _ in range(3))
+        tag = max(affinity_tag(pod), 0)
+        count = top_bounded(
+            k,
+            pos,
+            score,
+            gpu,
+            self.kind,
+            floor_cpu,
+            self._order,
+            a[1],
+            a[2],
+            *a[5:15],
+            *pod.fit_key,
+            tag,
+            *self._tp,
         )
-        self.leaves_scored += int(self._out[2])
-        if pos < 0:
-            return -1, -1
-        return int(self._order[pos]), int(self._out[1])
+        return self._order[pos[:count]], score[:count].copy()

@@ -1,10 +1,14 @@
 """Scheduling sessions of the time-driven simulator (a busy server).
 
-A session starts when the scheduler is idle and some pending pod is active.  It snapshots the
-state and first decides the reserved pods itself: each tries its reserved node (GPUs by the
-``best`` rule) and, if it fits, is decided there ahead of every other pod; otherwise the node
-is masked in the snapshot (with ``hold_reserved_pods`` the pod is not offered elsewhere
-meanwhile).  The scheduler then decides the other active pods in queue order
+A session starts when the scheduler is idle and some pending pod is active.  It decides the
+reserved pods itself first: each tries its reserved node (GPUs by the ``best`` rule) and, if it
+fits, is decided there ahead of every other pod; otherwise the node is masked in the state the
+scheduler decides on (with ``hold_reserved_pods`` the pod is not offered elsewhere
+meanwhile).  That state is one long-lived
+:class:`~gpudefrag.k8s.decision_view.DecisionView` of the simulator's state, synced at each
+session with the nodes changed since the last one (the reserved-first pods bound on it), and a
+scheduler that keeps an index (:class:`~gpudefrag.model.port.IndexingScheduler`) is attached to
+it: a session costs what changed, not a copy of every node.  The scheduler then decides the other active pods in queue order
 through :class:`~gpudefrag.sim.views.SessionCycle`, and the decisions land ``latency`` later
 (DECISION_DONE), where each is revalidated against the state of that moment: one that no
 longer fits is a *bind conflict*, one on a node reserved for another pod is *filtered*, and
@@ -25,7 +29,7 @@ import numpy as np
 
 from gpudefrag.model.cluster import ClusterState, Placement
 from gpudefrag.model.pods import PodSpec
-from gpudefrag.model.port import Scheduler, SchedulingDecision
+from gpudefrag.model.port import Scheduler, SchedulingDecision, indexing
 from gpudefrag.policies.gpu_choice import choose_gpus_best
 from gpudefrag.sim.core import SimCore
 from gpudefrag.sim.events import DECISION_DONE, SESSION_START, Payload, PlacementLog
@@ -61,6 +65,8 @@ class Sessions:
         self.scheduled = False
         self._in_flight: dict[int, _InFlight] = {}
         self.latencies_s: list[float] = []
+        self._indexed = indexing(scheduler)
+        self._saved: ClusterState | None = None  # the masked nodes' rows while masked
 
     def maybe_start(self, t: float) -> None:
         core = self._core
@@ -77,35 +83,64 @@ class Sessions:
         held = self._core.reservations.node_of_pod
         return all(i in held for i in self._core.waitq.active)
 
-    def _reserved_first(self, view: ClusterState) -> list[tuple[int, Placement]]:
-        """Reserved pods that fit their node on ``view`` (bound there); the other reserved
-        nodes are masked."""
+    def _reserved_first(self) -> tuple[list[tuple[int, Placement]], list[int]]:
+        """(reserved pods that fit their node now, with their placements; the other reserved
+        nodes, ascending).  A node's fit depends on that node alone, so each is judged on the
+        simulator's state."""
         core = self._core
+        state = core.ledger.state
         first: list[tuple[int, Placement]] = []
+        masked: list[int] = []
         for node in sorted(core.reservations.by_node):
             pod = core.reservations.by_node[node].pod
             spec = core.specs[pod]
-            gpus = fit_on_node(view, node, spec)
+            gpus = fit_on_node(state, node, spec)
             if gpus is None:
-                view.mask(node)
+                masked.append(node)
             else:
                 first.append((pod, Placement(node, gpus, spec)))
-                view.bind(first[-1][1])
-        return first
+        return first, masked
+
+    def _decide(
+        self, t: float, first: list[tuple[int, Placement]], masked: list[int], offered: list[int]
+    ) -> SchedulingDecision:
+        """The scheduler's decision on the simulator's state with ``masked`` masked and
+        ``first`` bound, both undone before this returns (module docstring)."""
+        core = self._core
+        state = core.ledger.state
+        if self._indexed is not None:
+            self._indexed.attach(state)  # once: attaching the state already indexed is a no-op
+        hidden = np.array(masked, dtype=np.int64)
+        if hidden.size:
+            if self._saved is None or self._saved.num_nodes != state.num_nodes:
+                self._saved = state.copy()
+            self._saved.take_rows(state, hidden)
+            state.mask_many(hidden)
+        bound: list[Placement] = []
+        try:
+            for _, p in first:
+                state.bind(p)
+                bound.append(p)
+            return self.scheduler.decide(SessionCycle(core, t, state, offered))
+        finally:
+            for p in reversed(bound):
+                state.unbind(p)
+            if hidden.size:
+                assert self._saved is not None
+                state.take_rows(self._saved, hidden)
 
     def on_start(self, t: float, payload: tuple[int]) -> tuple[int, int, int]:
         (sid,) = payload
         core = self._core
         self.scheduled = False
         self.busy, core.waitq.dirty = True, False
-        view = core.ledger.state.copy()
-        first = self._reserved_first(view)
+        first, masked = self._reserved_first()
         if core.config.hold_reserved_pods:
             skip: set[int] | dict[int, int] = core.reservations.node_of_pod
         else:
             skip = {pod for pod, _ in first}
         offered = core.waitq.in_order({i for i in core.waitq.active if i not in skip})
-        decision = self.scheduler.decide(SessionCycle(core, t, view, offered))
+        decision = self._decide(t, first, masked, offered)
         considered = offered[: decision.considered]
         placements = self._aligned(decision, offered)
         latency = core.config.latency.latency(decision.considered, decision.deterministic_s)
