@@ -66,7 +66,7 @@ def test_aot_off_falls_back_to_the_jit_kernels():
         "from gpudefrag.policies import index_kernel as k\n"
         "from gpudefrag.frag import kernels as fk\n"
         "from gpudefrag.policies import bound_kernel as b\n"
-        "assert s.refresh is k.refresh and s.rebuild is k.rebuild and s.best_bounded is b.best_bounded\n"
+        "assert s.refresh is k.refresh and s.rebuild is k.rebuild and s.refresh_best_bounded is b.refresh_best_bounded\n"
         "assert f.refresh_frag is fk.refresh_frag and f.node_frag_milli is fk.node_frag_milli\n"
     )
     env = dict(os.environ, GPUDEFRAG_AOT="0")
@@ -121,6 +121,14 @@ def _index_args(state, kind, pod, typical):
     ]
 
 
+def _change(args, nodes):
+    """Less CPU and first-GPU milli left on ``nodes``, with fresh versions, in kernel args."""
+    for node in nodes.tolist():
+        args[5][node] //= 2  # cpu left
+        args[7][node, 0] = max(0, args[7][node, 0] - 250)  # first GPU's milli left
+        args[12][node] += 1000  # version
+
+
 def _copy(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
@@ -145,34 +153,25 @@ def test_index_kernels_equal_jit(data, gen, typical_small):
     jit_args, aot_args = _copy(args), _copy(args)
     assert aot.kernel("index_rebuild")(kind, bound, *aot_args) == index_kernel.rebuild(kind, bound, *jit_args)
     _same(aot_args, jit_args)
-    if bound:  # the search on the tree of bounds
-        outs = [np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)]
-        order = np.argsort(args[0]).astype(np.int64)
-        for fn, a, out in zip(
-            (aot.kernel("index_best_bounded"), bound_kernel.best_bounded), (aot_args, jit_args), outs
-        ):
-            fn(
-                out,
-                kind,
-                pod.cpu_milli,  # the tree above was built at the pod's CPU: its floor
-                order,
-                a[1],
-                a[2],
-                *a[5:15],
-                *pod.fit_key,
-                max(affinity_tag(pod), 0),
-                *typical_small.kernel_args,
-            )
-        np.testing.assert_array_equal(outs[0], outs[1])
-        _same(aot_args, jit_args)
-    # change some nodes' contents and versions, then refresh just those
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     nodes = rng.integers(0, state.num_nodes, size=rng.integers(1, 4)).astype(np.int64)
+    if bound:  # a refresh of changed nodes, then the search on the tree of bounds, in one call
+        order = np.argsort(args[0]).astype(np.int64)
+        outs, fused = [np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)], []
+        for fn, a, out in zip(
+            (aot.kernel("index_refresh_best_bounded"), bound_kernel.refresh_best_bounded),
+            (_copy(aot_args), _copy(jit_args)),
+            outs,
+        ):
+            _change(a, nodes)
+            # the tree above was built at the pod's CPU and memory: its floor
+            fn(nodes, out, kind, order, *a[:15], pod.cpu_milli, pod.memory_mib, *a[15:])
+            fused.append(a)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        _same(*fused)
+    # change some nodes' contents and versions, then refresh just those
     for a in (jit_args, aot_args):
-        for node in nodes.tolist():
-            a[5][node] //= 2  # cpu left
-            a[7][node, 0] = max(0, a[7][node, 0] - 250)  # first GPU's milli left
-            a[12][node] += 1000  # version
+        _change(a, nodes)
     got = aot.kernel("index_refresh")(nodes, kind, bound, *aot_args)
     assert got == index_kernel.refresh(nodes, kind, bound, *jit_args)
     _same(aot_args, jit_args)

@@ -53,12 +53,13 @@ EXPORTS: tuple[Export, ...] = (
     Export("index_refresh", "gpudefrag.policies.index_kernel", "refresh", f"i8({_I}, i8, i8, {_INDEX_ARGS})"),
     Export("index_rebuild", "gpudefrag.policies.index_kernel", "rebuild", f"i8(i8, i8, {_INDEX_ARGS})"),
     Export(
-        "index_best_bounded",
+        "index_refresh_best_bounded",
         "gpudefrag.policies.bound_kernel",
-        "best_bounded",
-        f"i8({_I}, i8, i8, {_I}, {_I}, {_I}, "  # out, kind, CPU floor, order, tree, leaf_key
+        "refresh_best_bounded",
+        f"i8({_I}, {_I}, i8, {_I}, "  # nodes, out, kind, order
+        f"{_I}, {_I}, {_I}, {_I}, {_I}, "  # position, tree, leaf_key, leaf_gpu, leaf_version
         f"{_I}, {_I}, {_I2}, {_I}, {_I}, {_I}, {_I2}, {_I}, {_F}, {_I}, "  # the state, frag cache
-        f"i8, i8, i8, i8, i8, i8, {_TYPICAL})",
+        f"i8, i8, i8, i8, i8, i8, i8, i8, {_TYPICAL})",  # the floor's CPU and memory, the pod
     ),
     Export(
         "refresh_frag",

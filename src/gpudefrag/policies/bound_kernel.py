@@ -33,14 +33,14 @@ from numpy.typing import NDArray
 
 from gpudefrag.jit import njit_no_nrt
 from gpudefrag.model.constants import MAX_SPEC_CPU_MILLI
-from gpudefrag.policies.index_kernel import _node_value
+from gpudefrag.policies.index_kernel import _node_value, refresh
 from gpudefrag.policies.kinds import BESTFIT, KEY_SCALE
 from gpudefrag.policies.kinds import LEAF_INFEASIBLE as INFEASIBLE
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
-__all__ = ["best_bounded", "top_bounded"]
+__all__ = ["best_bounded", "refresh_best_bounded", "top_bounded"]
 
 
 @njit_no_nrt
@@ -263,3 +263,53 @@ def top_bounded(
         gpu_left, gpu_count, model, pod_count, affinity, version, frag, frag_version, pod_cpu,
         pod_mem, pod_num, pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
     )[0]  # fmt: skip
+
+
+@njit(cache=True)
+def refresh_best_bounded(
+    nodes: IntArray,
+    out: IntArray,
+    kind: int,
+    order: IntArray,
+    position: IntArray,
+    tree: IntArray,
+    leaf_key: IntArray,
+    leaf_gpu: IntArray,
+    leaf_version: IntArray,
+    cpu_left: IntArray,
+    mem_left: IntArray,
+    gpu_left: IntArray,
+    gpu_count: IntArray,
+    model: IntArray,
+    pod_count: IntArray,
+    affinity: IntArray,
+    version: IntArray,
+    frag: FloatArray,
+    frag_version: IntArray,
+    floor_cpu: int,
+    floor_mem: int,
+    pod_cpu: int,
+    pod_mem: int,
+    pod_num: int,
+    pod_milli: int,
+    pod_mask: int,
+    pod_tag: int,
+    tp_cpu: IntArray,
+    tp_gpu: IntArray,
+    tp_num: IntArray,
+    tp_mask: IntArray,
+    tp_freq: FloatArray,
+) -> int:
+    """:func:`~gpudefrag.policies.index_kernel.refresh` of the floor tree ``(floor_cpu,
+    floor_mem)`` of the pod's GPU request at ``nodes``, then :func:`best_bounded` for the pod on
+    it, in one call (one argument list: most of a warm decision's cost is passing the arrays)."""
+    refresh(
+        nodes, kind, 1, position, tree, leaf_key, leaf_gpu, leaf_version, cpu_left, mem_left, gpu_left,
+        gpu_count, model, pod_count, affinity, version, frag, frag_version, floor_cpu, floor_mem, pod_num,
+        pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
+    )  # fmt: skip
+    return best_bounded(
+        out, kind, floor_cpu, order, tree, leaf_key, cpu_left, mem_left, gpu_left, gpu_count, model,
+        pod_count, affinity, version, frag, frag_version, pod_cpu, pod_mem, pod_num, pod_milli, pod_mask,
+        pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
+    )  # fmt: skip

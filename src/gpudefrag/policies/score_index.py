@@ -90,18 +90,19 @@ MIN_TREES = 16
 
 
 def _kernels() -> tuple[Callable[..., int], Callable[..., int], Callable[..., int]]:
-    """(refresh, rebuild, best_bounded): ahead-of-time compiled when built (:mod:`gpudefrag.aot`),
-    else the JIT kernels of :mod:`~gpudefrag.policies.index_kernel` and
+    """(refresh, rebuild, refresh_best_bounded): ahead-of-time compiled when built
+    (:mod:`gpudefrag.aot`), else the JIT kernels of :mod:`~gpudefrag.policies.index_kernel` and
     :mod:`~gpudefrag.policies.bound_kernel` (imported only then)."""
-    compiled = aot.kernel("index_refresh"), aot.kernel("index_rebuild"), aot.kernel("index_best_bounded")
+    names = ("index_refresh", "index_rebuild", "index_refresh_best_bounded")
+    compiled = tuple(aot.kernel(name) for name in names)
     if all(k is not None for k in compiled):
         return compiled  # type: ignore[return-value]
     from gpudefrag.policies import bound_kernel, index_kernel
 
-    return index_kernel.refresh, index_kernel.rebuild, bound_kernel.best_bounded
+    return index_kernel.refresh, index_kernel.rebuild, bound_kernel.refresh_best_bounded
 
 
-refresh, rebuild, best_bounded = _kernels()
+refresh, rebuild, refresh_best_bounded = _kernels()
 
 _NO_TYPICAL: TypicalArrays = (
     np.zeros(0, dtype=np.int64),
@@ -150,8 +151,8 @@ class ScoreIndex:
         self._bounded = int(kind in BOUNDED_KINDS)
         # GPU request -> its floors (CPU milli, memory MiB) that have a tree
         self._floors: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
-        # pod fit key -> (CPU floor, tree) of the highest floor it reaches (cleared on a new floor)
-        self._picks: dict[tuple[int, int, int, int, int], tuple[int, _ShapeTree]] = {}
+        # pod fit key -> the tree of the highest floor it reaches (cleared on a new floor)
+        self._picks: dict[tuple[int, int, int, int, int], _ShapeTree] = {}
         self._out = np.zeros(3, dtype=np.int64)
         # one tree's bytes: tree (2 x size), leaf scores (size), leaf GPU and version (n each)
         tree_bytes = 8 * (3 * self._size + 2 * n)
@@ -303,19 +304,29 @@ class ScoreIndex:
                 return -1, -1
             node = int(self._order[pos])
             return node, int(shape.leaf_gpu[node])
-        floor_cpu, shape = self._pick(pod)
+        shape = self._pick(pod)
+        if shape.cursor < 0:
+            self._update(shape)  # a rescan of every node
         a = shape.args
-        pos = best_bounded(
-            self._out, self.kind, floor_cpu, self._order, a[1], a[2], *a[5:15], *pod.fit_key, tag, *self._tp
+        pos = refresh_best_bounded(
+            self._log[shape.cursor : self._log_len],
+            self._out,
+            self.kind,
+            self._order,
+            *a[:17],
+            *pod.fit_key,
+            tag,
+            *self._tp,
         )
+        shape.cursor = self._log_len
         self.leaves_scored += int(self._out[2])
         if pos < 0:
             return -1, -1
         return int(self._order[pos]), int(self._out[1])
 
-    def _pick(self, pod: PodSpec) -> tuple[int, _ShapeTree]:
-        """(CPU floor, tree up to date) of the highest floor of ``pod``'s GPU request that it
-        reaches (a bounded kind; module docstring)."""
+    def _pick(self, pod: PodSpec) -> _ShapeTree:
+        """The tree of the highest floor of ``pod``'s GPU request that it reaches (a bounded
+        kind; module docstring), not yet brought up to date."""
         key = pod.fit_key
         picked = self._picks.get(key)
         if picked is None:
@@ -323,9 +334,7 @@ class ScoreIndex:
             cpu, mem = pod.cpu_milli, pod.memory_mib
             floors = self._floors.get(request, ())
             floor = max((f for f in floors if f[0] <= cpu and f[1] <= mem), default=(0, 0))
-            picked = self._picks[key] = (floor[0], self._floor_tree(floor, request))
-        if picked[1].cursor != self._log_len:
-            self._update(picked[1])
+            picked = self._picks[key] = self._floor_tree(floor, request)
         return picked
 
     def top(self, pod: PodSpec, k: int) -> tuple[IntArray, IntArray]:
@@ -338,8 +347,11 @@ class ScoreIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         from gpudefrag.policies.bound_kernel import top_bounded
 
-        floor_cpu, shape = self._pick(pod)
+        shape = self._pick(pod)
+        if shape.cursor != self._log_len:
+            self._update(shape)
         a = shape.args
+        floor_cpu = a[15]
         pos, score, gpu = (np.empty(max(k, 1), dtype=np.int64) for _ in range(3))
         tag = max(affinity_tag(pod), 0)
         count = top_bounded(
