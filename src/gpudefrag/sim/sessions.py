@@ -4,14 +4,15 @@ A session starts when the scheduler is idle and some pending pod is active.  It 
 reserved pods itself first: each tries its reserved node (GPUs by the ``best`` rule) and, if it
 fits, is decided there ahead of every other pod; otherwise the node is masked in the state the
 scheduler decides on (with ``hold_reserved_pods`` the pod is not offered elsewhere
-meanwhile).  That state is one long-lived
-:class:`~gpudefrag.k8s.decision_view.DecisionView` of the simulator's state, synced at each
-session with the nodes changed since the last one (the reserved-first pods bound on it), and a
-scheduler that keeps an index (:class:`~gpudefrag.model.port.IndexingScheduler`) is attached to
-it: a session costs what changed, not a copy of every node.  The scheduler then decides the other active pods in queue order
-through :class:`~gpudefrag.sim.views.SessionCycle`, and the decisions land ``latency`` later
-(DECISION_DONE), where each is revalidated against the state of that moment: one that no
-longer fits is a *bind conflict*, one on a node reserved for another pod is *filtered*, and
+meanwhile).  That state is the simulator's own, for the time of the decision: the masked nodes
+masked and the reserved-first pods bound on it, both undone as soon as the scheduler has
+returned (it binds on the state while it decides and unbinds before it returns).  So a session
+copies nothing, and a scheduler that keeps an index
+(:class:`~gpudefrag.model.port.IndexingScheduler`) stays attached to that one state: a session
+costs what changed, not a pass over every node.  The scheduler decides the other active pods
+in queue order through :class:`~gpudefrag.sim.views.SessionCycle`, and the decisions land
+``latency`` later (DECISION_DONE), where each is revalidated against the state of that moment:
+one that no longer fits is a *bind conflict*, one on a node reserved for another pod is *filtered*, and
 its pod stays pending.  Pods the scheduler considered and did not place are parked, unless
 something was freed while the session was in flight.  Then the defragmenter may act.
 
