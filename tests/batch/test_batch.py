@@ -288,3 +288,17 @@ def test_the_objective_trades_fgds_pod_for_a_larger_one(gen, typical_small):
     pods = [PodSpec(1000, 1024, 1, 810, name="first"), PodSpec(1000, 1024, 1, 1000, name="second")]
     plain = BatchPlacer(typical_small, FAST).place(state, pods)
     assert plain.placements[0] is None and plain.placements[1] is not None
+
+
+def test_a_reset_scheduler_stops_watching_the_state_its_placer_indexed(gen, typical_small):
+    """``BatchScheduler.attach`` gives the placer's FGD an index of the state; ``reset`` closes
+    it, so a scheduler replaced by a new one leaves no watcher behind on a long-lived state."""
+    from gpudefrag.batch.placer import BatchPlacer
+    from gpudefrag.batch.scheduler import BatchScheduler
+
+    state = gen.build_cluster([("V100M32", 8, 96000, 1 << 20)] * 3)
+    scheduler = BatchScheduler(BatchPlacer(typical_small))
+    scheduler.attach(state)
+    assert len(state._watchers) == 1 and scheduler.placer.fgd._index is not None
+    scheduler.reset()
+    assert state._watchers == [] and scheduler.placer.fgd._index is None

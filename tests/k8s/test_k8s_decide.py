@@ -93,6 +93,32 @@ def test_solver_mode_places_a_cycle_validly():
     assert len(result.binds) == 8 and len(result.unplaced) == 2
 
 
+def test_solver_mode_keeps_one_fgd_index_of_the_view_across_rebuilds():
+    """With the solver, the decision core's policy is the batch placer's own FGD: the cycle
+    attaches it to the cache's decision view and the observed pods' requests warm that one
+    index; when the pods seen double, the typical pods are recomputed and the old index stops
+    watching the view (one index on it, never two)."""
+    from gpudefrag.policies.score_index import ScoreIndex
+
+    cache, _ = _setup(node("a", gpus=4), node("b", gpus=4))
+    core = DecisionCore("solver", [])
+    assert core.policy is core.scheduler.placer.fgd
+    view = cache.decision_view.state
+
+    def indexes():
+        return [w for w in view._watchers if isinstance(w, ScoreIndex)]
+
+    cache.apply_pod("ADDED", pod("p0", gpus=1, created="2026-12-01T00:00:00Z"))
+    _decide(cache, core)
+    first = core.policy
+    assert indexes() == [first._index] and first.expected  # attached and told the pods' requests
+    for i in range(1, 4):  # the pods seen double: typical pods recomputed, a new FGD built
+        cache.apply_pod("ADDED", pod(f"p{i}", gpus=1, created=f"2026-12-01T00:00:0{i}Z"))
+    _decide(cache, core)
+    assert core.policy is not first and first._index is None
+    assert indexes() == [core.policy._index]
+
+
 def test_gang_with_a_gated_member_waits():
     # minMember 3: two members schedulable, the third still carries a scheduling gate (Kueue lifts
     # them one by one); nothing may bind until all three can go together

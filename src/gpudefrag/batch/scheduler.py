@@ -51,7 +51,9 @@ class BatchScheduler:
         """The statistics of each batch the last cycle sent to the placer (diagnostics)."""
 
     def reset(self) -> None:
-        """Nothing to forget between runs."""
+        """Forget the placer's FGD index and score cache (an attached state is no longer
+        watched)."""
+        self.placer.fgd.reset()
 
     def attach(self, state: ClusterState) -> None:
         """Keep the placer's FGD index of ``state``, the long-lived state the driver's cycles

@@ -9,9 +9,9 @@ first cycle), so the measure follows the cluster's real mix without changing at 
 
 Expected requests: at the same moments (typical pods fixed or not), the policy is told the
 requests of every pod the cache holds, most common first (:meth:`DecisionCore.expect_requests`),
-so its incremental index (attached to the cache's decision view first, with a per-pod
-scheduler; the solver's batches decide on copies and keep none) builds their trees at once, up
-to its budget: the pods a cluster runs are the shapes it will be asked for.  Those trees are
+so its incremental index (attached to the cache's decision view first; with the solver, the
+policy is the batch placer's own FGD, whose index serves its plans and candidates) builds their
+trees at once, up to its budget: the pods a cluster runs are the shapes it will be asked for.  Those trees are
 built in that cycle (seconds at 200,000 nodes, at the first cycle and each doubling); after it,
 a decision on a running pod's shape costs a bounded search on a tree of its own CPU and memory.
 """
@@ -32,7 +32,7 @@ from gpudefrag.k8s.gpu_workload import DEFAULT_WORKLOAD, gpu_workload_typical
 from gpudefrag.k8s.topology_config import topology_from_nodes
 from gpudefrag.model.cluster import ClusterState
 from gpudefrag.model.pods import PodSpec, pod_batch
-from gpudefrag.model.port import Scheduler
+from gpudefrag.model.port import Scheduler, indexing
 from gpudefrag.model.topology import Topology
 from gpudefrag.policies.base import Policy
 from gpudefrag.policies.registry import make_policy
@@ -68,13 +68,12 @@ class DecisionCore:
         old = getattr(self, "policy", None)
         if old is not None:  # its index (on the cache's decision view) is of no further use
             old.reset()
-        base = "fgd" if self.policy_name == SOLVER else self.policy_name
-        self.policy = make_policy(base, typical)
         if self.policy_name == SOLVER:
-            self.scheduler = BatchScheduler(
-                BatchPlacer(typical, self.solver_config), SOLVER_BATCH_PODS, solver_batches=1
-            )
+            placer = BatchPlacer(typical, self.solver_config)
+            self.policy = placer.fgd  # one FGD and one index for the plans, candidates and owners
+            self.scheduler = BatchScheduler(placer, SOLVER_BATCH_PODS, solver_batches=1)
         else:
+            self.policy = make_policy(self.policy_name, typical)
             self.scheduler = PolicyScheduler(self.policy)
         self._warm_up()
 
@@ -99,8 +98,9 @@ class DecisionCore:
         self._seen = max(1, n)
         if self.fixed_typical is None:
             self._build(gpu_workload_typical(pods, cache.models.mask_of))
-        if isinstance(self.scheduler, PolicyScheduler):  # the trees go to the live view's index
-            self.policy.attach(cache.decision_view.state)
+        indexed = indexing(self.scheduler)
+        if indexed is not None:  # the trees go to the live view's index
+            indexed.attach(cache.decision_view.state)
         self.expect_requests(req.spec.fit_key for _, req in pods)
 
     def expect_requests(self, requests: Iterable[tuple[int, ...]]) -> None:
