@@ -11,8 +11,8 @@ Expected requests: at the same moments (typical pods fixed or not), the policy i
 requests of every pod the cache holds, most common first (:meth:`DecisionCore.expect_requests`),
 so its incremental index (attached to the cache's decision view first; with the solver, the
 policy is the batch placer's own FGD, whose index serves its plans and candidates) builds their
-trees at once, up to its budget: the pods a cluster runs are the shapes it will be asked for.  Those trees are
-built in that cycle (seconds at 200,000 nodes, at the first cycle and each doubling); after it,
+trees at once, up to its budget: the pods a cluster runs are the shapes it will be asked for.
+Those trees are built in that cycle (seconds at 200,000 nodes, at the first cycle and each doubling); after it,
 a decision on a running pod's shape costs a bounded search on a tree of its own CPU and memory.
 """
 

@@ -23,6 +23,8 @@ in their subtree, ties to the lower position) depth first, the child of the high
 it is reached.  A subtree is skipped when its best bound is below the best score found, or equal
 to it with its leftmost position not below the best position.  The answer is therefore exactly
 the full scan's: the highest score, ties to the lowest position in tie-break order.
+:func:`top_bounded` is that search holding the ``k`` best (a subtree is skipped against the
+``k``-th); :func:`best_bounded` is it with ``k = 1``.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def _bound(kind: int, key: int, extra_cpu: int) -> np.int64:
 
 
 @njit(cache=True)
-def _search(
+def top_bounded(
     k: int,
     top_pos: IntArray,
     top_score: IntArray,
@@ -85,9 +87,10 @@ def _search(
     tp_mask: IntArray,
     tp_freq: FloatArray,
 ) -> tuple[int, int]:
-    """The ``k`` best positions (module docstring's order: highest score, then lowest
-    position) into ``top_pos[:count]``, with their scores and sharing-pod GPUs, best first;
-    ``(count, leaves scored)``.  A subtree is skipped once ``k`` are held and its bound cannot
+    """The ``k`` best positions for the pod (the full scan's order: highest score, then lowest
+    position) into ``top_pos[:count]``, with their scores and sharing-pod GPUs, best first (each
+    array of at least ``k`` entries); ``(count, leaves scored)``, fewer than ``k`` when fewer
+    nodes fit.  A subtree is skipped once ``k`` are held and its bound cannot
     beat the ``k``-th."""
     size = leaf_key.shape[0]
     scratch = np.empty(gpu_left.shape[1], dtype=np.int64)
@@ -210,7 +213,7 @@ def best_bounded(
     pos = np.empty(1, dtype=np.int64)
     score = np.empty(1, dtype=np.int64)
     gpu = np.empty(1, dtype=np.int64)
-    count, scored = _search(
+    count, scored = top_bounded(
         1, pos, score, gpu, kind, cpu_floor, order, tree, leaf_key, cpu_left, mem_left, gpu_left,
         gpu_count, model, pod_count, affinity, version, frag, frag_version, pod_cpu, pod_mem,
         pod_num, pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
@@ -219,50 +222,6 @@ def best_bounded(
     out[1] = gpu[0] if count else -1
     out[2] = scored
     return out[0]
-
-
-@njit(cache=True)
-def top_bounded(
-    k: int,
-    top_pos: IntArray,
-    top_score: IntArray,
-    top_gpu: IntArray,
-    kind: int,
-    cpu_floor: int,
-    order: IntArray,
-    tree: IntArray,
-    leaf_key: IntArray,
-    cpu_left: IntArray,
-    mem_left: IntArray,
-    gpu_left: IntArray,
-    gpu_count: IntArray,
-    model: IntArray,
-    pod_count: IntArray,
-    affinity: IntArray,
-    version: IntArray,
-    frag: FloatArray,
-    frag_version: IntArray,
-    pod_cpu: int,
-    pod_mem: int,
-    pod_num: int,
-    pod_milli: int,
-    pod_mask: int,
-    pod_tag: int,
-    tp_cpu: IntArray,
-    tp_gpu: IntArray,
-    tp_num: IntArray,
-    tp_mask: IntArray,
-    tp_freq: FloatArray,
-) -> int:
-    """The ``k`` best positions for the pod, best first (the full scan's order: highest score,
-    then lowest position), with their scores and sharing-pod GPUs, into the first entries of
-    ``top_pos``, ``top_score`` and ``top_gpu`` (each of at least ``k`` entries); how many (fewer
-    than ``k`` when fewer nodes fit)."""
-    return _search(
-        k, top_pos, top_score, top_gpu, kind, cpu_floor, order, tree, leaf_key, cpu_left, mem_left,
-        gpu_left, gpu_count, model, pod_count, affinity, version, frag, frag_version, pod_cpu,
-        pod_mem, pod_num, pod_milli, pod_mask, pod_tag, tp_cpu, tp_gpu, tp_num, tp_mask, tp_freq,
-    )[0]  # fmt: skip
 
 
 @njit(cache=True)

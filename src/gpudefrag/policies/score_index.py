@@ -354,7 +354,7 @@ class ScoreIndex:
         floor_cpu = a[15]
         pos, score, gpu = (np.empty(max(k, 1), dtype=np.int64) for _ in range(3))
         tag = max(affinity_tag(pod), 0)
-        count = top_bounded(
+        count, scored = top_bounded(
             k,
             pos,
             score,
@@ -369,4 +369,5 @@ class ScoreIndex:
             tag,
             *self._tp,
         )
+        self.leaves_scored += int(scored)
         return self._order[pos[:count]], score[:count].copy()
